@@ -1,0 +1,89 @@
+"""Typed resources: where the warehouse lives and where upstream is read from."""
+
+import os
+from pathlib import Path
+
+import dagster as dg
+
+from pipelines.database import DATABASE
+from pipelines.store.generations import GenerationStore, RunLedger
+from pipelines.store.raw import RawStore
+from pipelines.store.storage import Storage
+from pipelines.upstream.http import HttpPolicy
+from pipelines.upstream.open import (
+    DEFAULT_API_BASE,
+    DEFAULT_RAW_BASE,
+    DEFAULT_UPSTREAM,
+    UpstreamSettings,
+    open_upstream,
+)
+from pipelines.upstream.sources import Upstream
+
+
+class WarehouseResource(dg.ConfigurableResource):
+    """The warehouse root: a directory (default ``./warehouse``) or an object-store URI."""
+
+    root: str = "warehouse"
+
+    def storage(self) -> Storage:
+        return Storage(self.root)
+
+    def generations(self) -> GenerationStore:
+        return GenerationStore(self.storage())
+
+    def raw(self) -> RawStore:
+        return RawStore(self.storage())
+
+    def ledger(self) -> RunLedger:
+        return RunLedger(self.storage())
+
+    def database_path(self) -> Path:
+        return Path(self.storage().root) / DATABASE
+
+
+class UpstreamResource(dg.ConfigurableResource):
+    """Where upstream is read from: ``github:OWNER/REPO`` (API and raw bases configurable) or a
+    local mirror directory. ``github_token`` is sent when set and never logged."""
+
+    upstream: str = DEFAULT_UPSTREAM
+    api_base: str = DEFAULT_API_BASE
+    raw_base: str = DEFAULT_RAW_BASE
+    github_token: str | None = None
+    timeout_seconds: float = 30.0
+    max_attempts: int = 5
+    backoff_seconds: float = 1.0
+    max_download_mb: int = 256
+
+    def settings(self) -> UpstreamSettings:
+        policy = HttpPolicy(
+            timeout=self.timeout_seconds,
+            max_attempts=self.max_attempts,
+            backoff_base=self.backoff_seconds,
+            max_bytes=self.max_download_mb * 1024 * 1024,
+        )
+        return UpstreamSettings(
+            self.upstream, self.api_base, self.raw_base, self.github_token or None, policy=policy
+        )
+
+    def open(self, state: Storage) -> Upstream:
+        return open_upstream(self.settings(), state)
+
+
+def _env(name: str, default: str) -> str | dg.EnvVar:
+    """Read from the environment at run time when set, so the UI shows the variable, not a value."""
+    return dg.EnvVar(name) if os.getenv(name) else default
+
+
+@dg.definitions
+def resources() -> dg.Definitions:
+    return dg.Definitions(
+        resources={
+            "warehouse": WarehouseResource(root=_env("LIGER_WAREHOUSE_DIR", "warehouse")),
+            "upstream": UpstreamResource(
+                upstream=_env("LIGER_WAREHOUSE_UPSTREAM", DEFAULT_UPSTREAM),
+                api_base=_env("LIGER_WAREHOUSE_GITHUB_API", DEFAULT_API_BASE),
+                raw_base=_env("LIGER_WAREHOUSE_GITHUB_RAW", DEFAULT_RAW_BASE),
+                github_token=dg.EnvVar("GITHUB_TOKEN") if os.getenv("GITHUB_TOKEN") else None,
+            ),
+        }
+    )

@@ -1,0 +1,57 @@
+"""Upstream: list every revision upstream publishes and store the new ones as raw snapshots."""
+
+from dataclasses import dataclass
+
+import dagster as dg
+
+from pipelines.defs.resources import UpstreamResource, WarehouseResource
+from pipelines.fetch import fetch_revisions
+from pipelines.upstream.model import UpstreamListing
+
+
+@dataclass
+class FetchedUpstream:
+    """What the next step needs: the listing, and the raw snapshot of each new revision."""
+
+    listing: UpstreamListing
+    contents: dict[str, str]
+    failures: list[str]
+
+
+@dg.asset(group_name="upstream", kinds={"python"})
+def upstream_snapshots(
+    context: dg.AssetExecutionContext, warehouse: WarehouseResource, upstream: UpstreamResource
+) -> dg.Output[FetchedUpstream]:
+    """Every revision of the upstream Liger CSVs: the main-branch history of each
+    ``benchmark/data/*.csv`` and every gh-pages benchmark run.
+
+    Only revisions the warehouse has not stored are downloaded; listings use conditional
+    requests. Each file is kept as an immutable, content-addressed, gzipped raw snapshot.
+    """
+    storage = warehouse.storage()
+    source = upstream.open(storage)
+    listing = source.list()
+    gens = warehouse.generations()
+    known = set(
+        gens.read_table(gens.current(), "dim_upstream_revision", ["revision_digest"])
+        .column(0)
+        .to_pylist()
+    )
+    fetched = fetch_revisions(
+        source, warehouse.raw(), listing, known, lambda ref: context.log.info(f"stored {ref.label}")
+    )
+    http = getattr(source, "http", None)
+    for problem in listing.problems + fetched.failures:
+        context.log.warning(problem)
+    return dg.Output(
+        FetchedUpstream(listing, fetched.contents, fetched.failures),
+        metadata={
+            "upstream": source.describe(),
+            "revisions_listed": len(listing.revisions),
+            "revisions_downloaded": len(fetched.downloaded),
+            "revisions_reused_from_raw_store": fetched.reused,
+            "download_failures": len(fetched.failures),
+            "http_requests": http.requests if http else 0,
+            "content_bytes_downloaded": http.bytes_downloaded if http else 0,
+        },
+    )

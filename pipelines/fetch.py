@@ -1,0 +1,56 @@
+"""Download the upstream revisions the warehouse has not stored yet.
+
+Content already in the raw store (from an earlier refresh that died before publishing) is
+reused. A revision that fails to download is deferred to the next refresh; the rest go on.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from pipelines.ingest import revision_digest
+from pipelines.store.raw import RawStore, SnapshotTooLarge
+from pipelines.upstream.http import UpstreamError
+from pipelines.upstream.model import RevisionRef, UpstreamListing
+from pipelines.upstream.sources import Upstream
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class FetchResult:
+    contents: dict[str, str] = field(default_factory=dict)
+    downloaded: list[str] = field(default_factory=list)
+    reused: int = 0
+    failures: list[str] = field(default_factory=list)
+
+
+def fetch_revisions(
+    upstream: Upstream,
+    raw: RawStore,
+    listing: UpstreamListing,
+    known: set[str],
+    progress: Callable[[RevisionRef], None] | None = None,
+) -> FetchResult:
+    """Make sure every listed revision not in ``known`` has a raw snapshot."""
+    result = FetchResult()
+    for ref in listing.revisions:
+        rev = revision_digest(ref)
+        if rev in known:
+            continue
+        stored = raw.lookup(ref)
+        if stored is not None:
+            result.contents[rev] = stored
+            result.reused += 1
+            continue
+        try:
+            result.contents[rev] = raw.put(ref, upstream.fetch(ref))
+            result.downloaded.append(ref.label)
+        except (UpstreamError, SnapshotTooLarge) as exc:
+            result.failures.append(str(exc))
+            log.error("deferred to the next refresh: %s", exc)
+        if progress:
+            progress(ref)
+    return result

@@ -1,0 +1,478 @@
+"""Build the next warehouse generation from the upstream revisions it does not hold yet.
+
+Work follows the new data: only sources (a main-branch path or a gh-pages run) with new or
+changed revisions get a new ``fact_result`` part; every other part is carried over from the
+published generation by reference.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+import polars as pl
+import pyarrow as pa
+
+from pipelines.digests import content_digest, digest, flat_digest, hex_part
+from pipelines.dimensions import Dimensions, path_stem
+from pipelines.normalize.csvfile import CsvFile, FileRejected, Record, split_csv
+from pipelines.normalize.rows import RowRejected, parse_row, result_identity
+from pipelines.store.generations import Generation, GenerationStore, Part, new_generation_id
+from pipelines.store.raw import RawStore
+from pipelines.tables import DIGEST_COLUMN, DIMENSIONS, SCHEMAS
+from pipelines.upstream.model import GH_PAGES, RevisionRef, UpstreamListing
+from pipelines.versions import parse_version, split_run_name
+
+log = logging.getLogger(__name__)
+
+
+def revision_digest(ref: RevisionRef) -> str:
+    return digest(ref.identity())
+
+
+@dataclass
+class Summary:
+    """What one refresh did, for metadata, logs and the CLI."""
+
+    revisions: list[dict] = field(default_factory=list)
+    rejected: list[str] = field(default_factory=list)
+    deferred: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    added: int = 0
+    restated: int = 0
+    removed: int = 0
+    no_longer_upstream: list[str] = field(default_factory=list)
+
+
+def _timestamp(text: str | None) -> datetime | None:
+    if not text:
+        return None
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(UTC).replace(tzinfo=None)
+
+
+@dataclass
+class _Revision:
+    """One new revision while it is being normalized."""
+
+    ref: RevisionRef
+    digest: str
+    content: str
+    members: list[dict] = field(default_factory=list)
+    quarantined: list[dict] = field(default_factory=list)
+    new_results: int = 0
+
+
+class GenerationBuilder:
+    def __init__(self, gens: GenerationStore, raw: RawStore, now: datetime | None = None) -> None:
+        self.gens = gens
+        self.raw = raw
+        self.now = (now or datetime.now(UTC)).replace(tzinfo=None)
+        self.prior = gens.current()
+        self.gen = Generation(
+            id=new_generation_id(),
+            parent=self.prior.id or None,
+            created_at=self.now.isoformat() + "Z",
+            tables={name: list(self.prior.parts(name)) for name in SCHEMAS},
+        )
+        self.summary = Summary()
+        revisions = gens.read_table(self.prior, "dim_upstream_revision").to_pylist()
+        self.revisions: dict[str, dict] = {r["revision_digest"]: r for r in revisions}
+        known = {
+            t: set(gens.read_table(self.prior, t, [DIGEST_COLUMN[t]]).column(0).to_pylist())
+            for t in DIMENSIONS
+        }
+        self.dims = Dimensions(known)
+        self.changed = False
+
+    # -- the whole refresh -------------------------------------------------------------
+
+    def build(self, listing: UpstreamListing, contents: dict[str, str]) -> Generation | None:
+        """Stage the next generation, or return None when upstream holds nothing new.
+
+        ``contents`` maps the revision digest of each fetched revision to its raw snapshot.
+        """
+        listed = {revision_digest(ref): ref for ref in listing.revisions}
+        pending = self._pending(listed, contents)
+        for source_key in sorted(self._touched_sources(listed, pending)):
+            self._build_source(source_key, pending.get(source_key, []), listed)
+        self._write_dimensions()
+        self._write_revisions(listed)
+        self._write_golden(listing.golden_commits)
+        self.summary.warnings += listing.problems
+        self.summary.warnings += [
+            f"GPU {g!r} is not in the GPU catalog" for g in sorted(self.dims.unknown_gpus)
+        ]
+        if not self.changed:
+            return None
+        self.gen.summary = self._summary_dict()
+        self.gens.stage(self.gen)
+        return self.gen
+
+    def _pending(
+        self, listed: dict[str, RevisionRef], contents: dict[str, str]
+    ) -> dict[str, list[_Revision]]:
+        pending: dict[str, list[_Revision]] = {}
+        for rev_digest, ref in listed.items():
+            if rev_digest in self.revisions:
+                continue
+            if rev_digest not in contents:
+                self.summary.deferred.append(ref.label)
+                continue
+            pending.setdefault(ref.source_key, []).append(
+                _Revision(ref, rev_digest, contents[rev_digest])
+            )
+        for revs in pending.values():
+            revs.sort(key=lambda r: r.ref.seq)
+        return pending
+
+    def _touched_sources(self, listed: dict[str, RevisionRef], pending: dict) -> set[str]:
+        """Sources with new revisions, or whose revisions left or rejoined upstream."""
+        touched = set(pending)
+        for rev_digest, row in self.revisions.items():
+            if row["is_upstream"] != (rev_digest in listed):
+                touched.add(row["source_key"])
+                if rev_digest not in listed:
+                    self.summary.no_longer_upstream.append(
+                        row["path"] if row["source"] != GH_PAGES else row["run"]
+                    )
+        return touched
+
+    # -- one source ---------------------------------------------------------------------
+
+    def _build_source(
+        self, source_key: str, pending: list[_Revision], listed: dict[str, RevisionRef]
+    ) -> None:
+        prior_parts = [p for p in self.prior.parts("fact_result") if p.key == source_key]
+        prior = pl.from_arrow(self.gens.read_parts("fact_result", prior_parts))
+        known = set(prior["result_digest"].to_list())
+        new_rows: list[dict] = []
+        for rev in pending:
+            self._normalize_revision(rev, known, new_rows)
+        ingested = [r for r in pending if r.digest in self.revisions]
+        results = (
+            pl.concat([prior, pl.DataFrame(new_rows, schema=prior.schema)]) if new_rows else prior
+        )
+        results = self._apply_sightings(results, ingested)
+        results = self._apply_current(results, source_key, ingested, listed)
+        if results.equals(prior):
+            return
+        self._count_changes(prior, results)
+        part = self.gens.write_part(
+            "fact_result", source_key, f"{_slug(source_key)}-{self.gen.id}", results.to_arrow()
+        )
+        self._replace_parts("fact_result", source_key, [part])
+        self.changed = True
+
+    def _normalize_revision(self, rev: _Revision, known: set[str], new_rows: list[dict]) -> None:
+        ref = rev.ref
+        data = self.raw.get(rev.content)
+        where = f"{ref.path} at {ref.source} revision {ref.commit}"
+        try:
+            parsed = split_csv(data, where)
+        except FileRejected as exc:
+            self.summary.rejected.append(str(exc))
+            log.error("%s", exc)
+            return
+        stem = path_stem(ref.path) if ref.source != GH_PAGES else None
+        for record in parsed.records:
+            result = flat_digest(result_identity(ref.source, ref.source_key, record.text))
+            if result not in known:
+                try:
+                    new_rows.append(self._new_result(parsed, record, result, rev, stem))
+                except (ValueError, RowRejected) as exc:
+                    rev.quarantined.append(self._quarantine(rev, record, str(exc)))
+                    continue
+                known.add(result)
+                rev.new_results += 1
+            rev.members.append(
+                {
+                    "revision_digest": rev.digest,
+                    "ordinal": record.ordinal,
+                    "line_number": record.line_number,
+                    "result_digest": result,
+                    "line_suffix": record.suffix,
+                }
+            )
+        self._write_revision_parts(rev)
+        self.revisions[rev.digest] = self._revision_row(rev, parsed, data)
+
+    def _new_result(
+        self, parsed: CsvFile, record: Record, result: str, rev: _Revision, stem: str | None
+    ) -> dict:
+        row = parse_row(parsed.fields(record), self.now)
+        protocol, workload = self.dims.protocol(row), self.dims.workload(row)
+        environment, implementation = (
+            self.dims.environment(row),
+            self.dims.implementation(row, stem),
+        )
+        return {
+            "result_digest": result,
+            "protocol_digest": protocol,
+            "workload_digest": workload,
+            "environment_digest": environment,
+            "implementation_digest": implementation,
+            "series_digest": self.dims.series(row, stem, protocol, workload, environment),
+            "source": rev.ref.source,
+            "source_key": rev.ref.source_key,
+            "metric": row.metric,
+            "unit": row.unit,
+            "p20": row.p20,
+            "p50": row.p50,
+            "p80": row.p80,
+            "observed_at": row.observed_at,
+            "liger_version": row.liger_version,
+            "first_revision_digest": rev.digest,
+            "last_revision_digest": rev.digest,
+            "is_current": False,
+            "row_text": record.text,
+        }
+
+    def _quarantine(self, rev: _Revision, record: Record, reason: str) -> dict:
+        ref = rev.ref
+        return {
+            "revision_digest": rev.digest,
+            "source": ref.source,
+            "source_key": ref.source_key,
+            "path": ref.path,
+            "commit": ref.commit,
+            "ordinal": record.ordinal,
+            "line_number": record.line_number,
+            "row_text": record.text,
+            "line_suffix": record.suffix,
+            "reason": reason,
+        }
+
+    def _write_revision_parts(self, rev: _Revision) -> None:
+        name = hex_part(rev.digest)
+        members = pa.Table.from_pylist(rev.members, schema=SCHEMAS["fact_revision_member"])
+        self.gen.tables["fact_revision_member"].append(
+            self.gens.write_part("fact_revision_member", rev.digest, name, members)
+        )
+        if rev.quarantined:
+            bad = pa.Table.from_pylist(rev.quarantined, schema=SCHEMAS["quarantined_row"])
+            self.gen.tables["quarantined_row"].append(
+                self.gens.write_part("quarantined_row", rev.digest, name, bad)
+            )
+        self.summary.revisions.append(
+            {
+                "revision": rev.ref.label,
+                "commit": rev.ref.commit,
+                "html_url": rev.ref.html_url,
+                "rows": len(rev.members) + len(rev.quarantined),
+                "new_results": rev.new_results,
+                "quarantined": len(rev.quarantined),
+            }
+        )
+
+    def _revision_row(self, rev: _Revision, parsed: CsvFile, data: bytes) -> dict:
+        ref = rev.ref
+        release = split_run_name(ref.run)[1] if ref.run else None
+        return {
+            "revision_digest": rev.digest,
+            "source": ref.source,
+            "source_key": ref.source_key,
+            "path": ref.path,
+            "run": ref.run,
+            "commit": ref.commit,
+            "release_version": release,
+            "seq": ref.seq,
+            "committed_at": _timestamp(ref.committed_at),
+            "message": ref.message,
+            "html_url": ref.html_url,
+            "content_digest": content_digest(data),
+            "row_count": len(rev.members) + len(rev.quarantined),
+            "quarantined_count": len(rev.quarantined),
+            "header_text": parsed.header_text,
+            "header_suffix": parsed.header_suffix,
+            "is_head": False,
+            "is_upstream": True,
+            "ingested_at": self.now,
+        }
+
+    def _apply_sightings(self, results: pl.DataFrame, ingested: list[_Revision]) -> pl.DataFrame:
+        """Widen each result's first/last revision to the new revisions that show it."""
+        if not ingested:
+            return results
+        seq = pl.DataFrame(
+            {"rev": list(self.revisions), "seq": [r["seq"] for r in self.revisions.values()]},
+            schema={"rev": pl.String, "seq": pl.Int64},
+        )
+        seen = (
+            pl.DataFrame(
+                [(m["result_digest"], r.digest, r.ref.seq) for r in ingested for m in r.members],
+                schema={"result_digest": pl.String, "rev": pl.String, "seq": pl.Int64},
+                orient="row",
+            )
+            .group_by("result_digest")
+            .agg(
+                first_seen=pl.col("rev").sort_by("seq").first(),
+                first_seq=pl.col("seq").min(),
+                last_seen=pl.col("rev").sort_by("seq").last(),
+                last_seq=pl.col("seq").max(),
+            )
+        )
+        out = (
+            results.join(seen, on="result_digest", how="left")
+            .join(
+                seq.rename({"rev": "first_revision_digest", "seq": "old_first"}),
+                on="first_revision_digest",
+                how="left",
+            )
+            .join(
+                seq.rename({"rev": "last_revision_digest", "seq": "old_last"}),
+                on="last_revision_digest",
+                how="left",
+            )
+            .with_columns(
+                first_revision_digest=pl.when(pl.col("first_seq") < pl.col("old_first"))
+                .then(pl.col("first_seen"))
+                .otherwise(pl.col("first_revision_digest")),
+                last_revision_digest=pl.when(pl.col("last_seq") > pl.col("old_last"))
+                .then(pl.col("last_seen"))
+                .otherwise(pl.col("last_revision_digest")),
+            )
+        )
+        return out.select(results.columns)
+
+    def _head(self, source_key: str, listed: dict[str, RevisionRef]) -> str | None:
+        candidates = [
+            (r["seq"], d)
+            for d, r in self.revisions.items()
+            if r["source_key"] == source_key and d in listed
+        ]
+        return max(candidates)[1] if candidates else None
+
+    def _head_members(self, head: str, ingested: list[_Revision]) -> set[str]:
+        for rev in ingested:
+            if rev.digest == head:
+                return {m["result_digest"] for m in rev.members}
+        parts = [p for p in self.prior.parts("fact_revision_member") if p.key == head]
+        return set(
+            self.gens.read_parts("fact_revision_member", parts, ["result_digest"])
+            .column(0)
+            .to_pylist()
+        )
+
+    def _apply_current(
+        self,
+        results: pl.DataFrame,
+        source_key: str,
+        ingested: list[_Revision],
+        listed: dict[str, RevisionRef],
+    ) -> pl.DataFrame:
+        """Current means: in the newest revision of the path that upstream still lists."""
+        head = self._head(source_key, listed)
+        current = self._head_members(head, ingested) if head else set()
+        return results.with_columns(is_current=pl.col("result_digest").is_in(list(current)))
+
+    def _count_changes(self, prior: pl.DataFrame, results: pl.DataFrame) -> None:
+        before = prior.filter("is_current")
+        after = results.filter("is_current")
+        gone = before.join(after.select("result_digest"), on="result_digest", how="anti")
+        replaced = gone.join(
+            after.select("series_digest").unique(), on="series_digest", how="semi"
+        ).height
+        self.summary.added += results.height - prior.height
+        self.summary.restated += replaced
+        self.summary.removed += gone.height - replaced
+
+    # -- small, whole tables --------------------------------------------------------------
+
+    def _replace_parts(self, table: str, key: str, parts: list[Part]) -> None:
+        self.gen.tables[table] = [p for p in self.gen.tables[table] if p.key != key] + parts
+
+    def _write_dimensions(self) -> None:
+        for table in DIMENSIONS:
+            rows = list(self.dims.new[table].values())
+            if rows:
+                data = pa.Table.from_pylist(rows, schema=SCHEMAS[table])
+                self.gen.tables[table].append(
+                    self.gens.write_part(table, self.gen.id, self.gen.id, data)
+                )
+                self.changed = True
+        versions = (
+            self.gens.read_table(self.prior, "dim_implementation", ["liger_version"])
+            .column(0)
+            .to_pylist()
+        )
+        versions += [r["liger_version"] for r in self.dims.new["dim_implementation"].values()]
+        table = _version_table(set(versions))
+        if table.num_rows != self.prior.rows("dim_version"):
+            self._replace_whole("dim_version", table)
+
+    def _write_revisions(self, listed: dict[str, RevisionRef]) -> None:
+        heads = {self._head(r["source_key"], listed) for r in self.revisions.values()}
+        rows = []
+        for rev_digest, row in sorted(
+            self.revisions.items(), key=lambda kv: (kv[1]["source_key"], kv[1]["seq"])
+        ):
+            upstream, head = rev_digest in listed, rev_digest in heads
+            self.changed |= row["is_upstream"] != upstream or row["is_head"] != head
+            rows.append({**row, "is_upstream": upstream, "is_head": head})
+        if self.changed:
+            self._replace_whole(
+                "dim_upstream_revision",
+                pa.Table.from_pylist(rows, schema=SCHEMAS["dim_upstream_revision"]),
+            )
+
+    def _write_golden(self, golden: bytes | None) -> None:
+        if golden is None:
+            return
+        value = content_digest(golden)
+        prior = (
+            self.gens.read_table(self.prior, "golden_commit", ["content_digest"])
+            .column(0)
+            .to_pylist()
+        )
+        if prior[:1] == [value]:
+            return
+        data = json.loads(golden)
+        default = data.get("default_commit")
+        rows = [
+            {"kernel": kernel, "run": run, "is_default": run == default, "content_digest": value}
+            for kernel, run in sorted((data.get("golden_commits") or {}).items())
+        ]
+        self._replace_whole(
+            "golden_commit", pa.Table.from_pylist(rows, schema=SCHEMAS["golden_commit"])
+        )
+
+    def _replace_whole(self, table: str, data: pa.Table) -> None:
+        self.gen.tables[table] = [self.gens.write_part(table, "all", self.gen.id, data)]
+        self.changed = True
+
+    def _summary_dict(self) -> dict:
+        s = self.summary
+        return {
+            "revisions_ingested": len(s.revisions),
+            "results_added": s.added,
+            "results_restated": s.restated,
+            "results_removed": s.removed,
+            "revisions": s.revisions,
+            "rejected": s.rejected,
+            "deferred": s.deferred,
+            "warnings": s.warnings,
+            "no_longer_upstream": s.no_longer_upstream,
+            "row_counts": {t: self.gen.rows(t) for t in SCHEMAS},
+        }
+
+
+def _version_table(versions: set[str]) -> pa.Table:
+    parsed = sorted((parse_version(v), v) for v in versions if parse_version(v) is not None)
+    rows = [
+        {
+            "liger_version": text,
+            "version_rank": rank,
+            "major": v.major,
+            "minor": v.minor,
+            "patch": v.micro,
+            "is_prerelease": v.is_prerelease,
+        }
+        for rank, (v, text) in enumerate(parsed, start=1)
+    ]
+    return pa.Table.from_pylist(rows, schema=SCHEMAS["dim_version"])
+
+
+def _slug(text: str) -> str:
+    return "".join(c if c.isalnum() else "-" for c in text).strip("-").lower()

@@ -1,0 +1,1 @@
+"""From upstream CSV bytes to typed, validated rows."""

@@ -1,0 +1,1 @@
+"""Where the warehouse keeps its bytes: raw snapshots, Parquet parts and generations."""

@@ -1,0 +1,179 @@
+"""Generations: the atomic unit of publishing.
+
+A generation is a JSON manifest listing, per table, the immutable Parquet parts that make it
+up. Writers add new parts and stage a manifest; publishing swaps the one-line ``CURRENT``
+pointer, so a reader sees the whole previous generation or the whole new one. Unchanged parts
+are referenced again rather than rewritten, so a refresh writes only what changed.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import secrets
+import tempfile
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from hashlib import sha256
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from filelock import FileLock, Timeout
+
+from pipelines.store.storage import Storage
+from pipelines.tables import SCHEMAS, TABLES, empty
+
+POINTER = "CURRENT"
+
+
+class PublishConflict(RuntimeError):
+    """Another refresh published first; this one's staged generation is stale."""
+
+
+class RefreshBusy(RuntimeError):
+    """Another refresh holds the warehouse lock."""
+
+
+@dataclass
+class Part:
+    key: str
+    file: str
+    rows: int
+
+
+@dataclass
+class Generation:
+    id: str
+    parent: str | None
+    created_at: str
+    tables: dict[str, list[Part]] = field(default_factory=dict)
+    summary: dict = field(default_factory=dict)
+
+    def parts(self, table: str) -> list[Part]:
+        return self.tables.get(table, [])
+
+    def rows(self, table: str) -> int:
+        return sum(p.rows for p in self.parts(table))
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=1, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> Generation:
+        data = json.loads(text)
+        tables = {name: [Part(**p) for p in parts] for name, parts in data.pop("tables").items()}
+        return cls(tables=tables, **data)
+
+
+def new_generation_id(now: datetime | None = None) -> str:
+    now = now or datetime.now(UTC)
+    return now.strftime("%Y%m%dT%H%M%S%fZ") + "-" + secrets.token_hex(3)
+
+
+class GenerationStore:
+    def __init__(self, storage: Storage) -> None:
+        self.storage = storage
+
+    @staticmethod
+    def _manifest_key(gen_id: str) -> str:
+        return f"generations/{gen_id}.json"
+
+    def current_id(self) -> str | None:
+        if not self.storage.exists(POINTER):
+            return None
+        return self.storage.read_text(POINTER).strip() or None
+
+    def load(self, gen_id: str) -> Generation:
+        return Generation.from_json(self.storage.read_text(self._manifest_key(gen_id)))
+
+    def current(self) -> Generation:
+        """The published generation; an empty one before the first publish."""
+        gen_id = self.current_id()
+        if gen_id is None:
+            return Generation(id="", parent=None, created_at="", tables={t: [] for t in TABLES})
+        return self.load(gen_id)
+
+    def stage(self, gen: Generation) -> None:
+        self.storage.write_text(self._manifest_key(gen.id), gen.to_json())
+
+    def publish(self, gen: Generation) -> None:
+        """Make ``gen`` current, if nobody published since it was built on its parent."""
+        with self.lock("publish"):
+            current = self.current_id()
+            if (current or None) != (gen.parent or None):
+                raise PublishConflict(
+                    f"generation {gen.id} was built on {gen.parent or 'an empty warehouse'}, "
+                    f"but {current} was published meanwhile; run the refresh again"
+                )
+            self.storage.write_text(POINTER, gen.id + "\n")
+
+    def lock(self, name: str, timeout: float = -1) -> FileLock:
+        """A host-wide lock on this warehouse, released by the OS if its holder dies."""
+        if self.storage.is_local:
+            lock_dir = os.path.join(self.storage.root, ".locks")
+        else:
+            lock_dir = os.path.join(tempfile.gettempdir(), "liger-warehouse-locks")
+            name = f"{sha256(self.storage.url.encode()).hexdigest()[:16]}-{name}"
+        os.makedirs(lock_dir, exist_ok=True)
+        return FileLock(os.path.join(lock_dir, f"{name}.lock"), timeout=timeout)
+
+    def try_lock(self, name: str) -> FileLock:
+        lock = self.lock(name, timeout=0)
+        try:
+            lock.acquire()
+        except Timeout:
+            raise RefreshBusy(
+                f"another refresh of {self.storage.url} is running (lock {lock.lock_file}); "
+                "wait for it to finish"
+            ) from None
+        return lock
+
+    def write_part(self, table: str, key: str, name: str, data: pa.Table) -> Part:
+        """Write one immutable Parquet part of ``table``."""
+        data = data.cast(SCHEMAS[table])
+        buffer = io.BytesIO()
+        pq.write_table(data, buffer, compression="zstd", row_group_size=256_000)
+        file = f"tables/{table}/{name}.parquet"
+        self.storage.write_bytes(file, buffer.getvalue())
+        return Part(key=key, file=file, rows=data.num_rows)
+
+    def read_parts(
+        self, table: str, parts: Iterable[Part], columns: list[str] | None = None
+    ) -> pa.Table:
+        tables = [self._read(p.file, columns) for p in parts]
+        if not tables:
+            base = empty(table)
+            return base.select(columns) if columns else base
+        return pa.concat_tables(tables)
+
+    def read_table(self, gen: Generation, table: str, columns: list[str] | None = None) -> pa.Table:
+        return self.read_parts(table, gen.parts(table), columns)
+
+    def _read(self, file: str, columns: list[str] | None) -> pa.Table:
+        with self.storage.fs.open(f"{self.storage.root}/{file}", "rb") as handle:
+            return pq.read_table(handle, columns=columns)
+
+    def part_uris(self, gen: Generation, table: str) -> list[str]:
+        return [self.storage.uri(p.file) for p in gen.parts(table)]
+
+
+class RunLedger:
+    """Which generation each orchestration run staged, so later steps of that run find it."""
+
+    def __init__(self, storage: Storage) -> None:
+        self.storage = storage
+
+    @staticmethod
+    def _key(run_id: str) -> str:
+        return f"state/runs/{run_id}.json"
+
+    def record(self, run_id: str, gen_id: str) -> None:
+        self.storage.write_text(self._key(run_id), json.dumps({"staged": gen_id}))
+
+    def staged(self, run_id: str) -> str | None:
+        key = self._key(run_id)
+        return (
+            json.loads(self.storage.read_text(key))["staged"] if self.storage.exists(key) else None
+        )

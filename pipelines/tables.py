@@ -1,0 +1,183 @@
+"""The warehouse tables: their Arrow schemas and what one row of each means.
+
+This module is the single place the star schema is defined; writers, checks and the DuckDB
+views all take column names from here.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+DIGEST = pa.string()
+TS = pa.timestamp("us")
+
+PARAM = pa.struct(
+    [
+        ("name", pa.string()),
+        ("type", pa.string()),
+        ("value_text", pa.string()),
+        ("value_num", pa.float64()),
+    ]
+)
+
+SCHEMAS: dict[str, pa.Schema] = {
+    "dim_protocol": pa.schema(
+        [
+            ("protocol_digest", DIGEST),
+            ("harness", pa.string()),
+            ("timed_pass", pa.string()),
+            ("metric", pa.string()),
+            ("unit", pa.string()),
+            ("statistic", pa.string()),
+            ("quantiles", pa.list_(pa.float64())),
+        ]
+    ),
+    "dim_workload": pa.schema(
+        [
+            ("workload_digest", DIGEST),
+            ("kernel", pa.string()),
+            ("x_name", pa.string()),
+            ("x_label", pa.string()),
+            ("x_value", pa.string()),
+            ("x_value_num", pa.float64()),
+            ("config_json", pa.string()),
+            ("params", pa.list_(PARAM)),
+            ("slug", pa.string()),
+        ]
+    ),
+    "dim_environment": pa.schema(
+        [
+            ("environment_digest", DIGEST),
+            ("gpu_name", pa.string()),
+            ("vendor", pa.string()),
+            ("product", pa.string()),
+            ("form_factor", pa.string()),
+            ("architecture", pa.string()),
+            ("in_catalog", pa.bool_()),
+        ]
+    ),
+    "dim_implementation": pa.schema(
+        [
+            ("implementation_digest", DIGEST),
+            ("provider", pa.string()),
+            ("liger_version", pa.string()),
+            ("backend", pa.string()),
+        ]
+    ),
+    "dim_version": pa.schema(
+        [
+            ("liger_version", pa.string()),
+            ("version_rank", pa.int32()),
+            ("major", pa.int32()),
+            ("minor", pa.int32()),
+            ("patch", pa.int32()),
+            ("is_prerelease", pa.bool_()),
+        ]
+    ),
+    "dim_upstream_revision": pa.schema(
+        [
+            ("revision_digest", DIGEST),
+            ("source", pa.string()),
+            ("source_key", pa.string()),
+            ("path", pa.string()),
+            ("run", pa.string()),
+            ("commit", pa.string()),
+            ("release_version", pa.string()),
+            ("seq", pa.int32()),
+            ("committed_at", TS),
+            ("message", pa.string()),
+            ("html_url", pa.string()),
+            ("content_digest", DIGEST),
+            ("row_count", pa.int32()),
+            ("quarantined_count", pa.int32()),
+            ("header_text", pa.string()),
+            ("header_suffix", pa.string()),
+            ("is_head", pa.bool_()),
+            ("is_upstream", pa.bool_()),
+            ("ingested_at", TS),
+        ]
+    ),
+    "fact_result": pa.schema(
+        [
+            ("result_digest", DIGEST),
+            ("protocol_digest", DIGEST),
+            ("workload_digest", DIGEST),
+            ("environment_digest", DIGEST),
+            ("implementation_digest", DIGEST),
+            ("series_digest", DIGEST),
+            ("source", pa.string()),
+            ("source_key", pa.string()),
+            ("metric", pa.string()),
+            ("unit", pa.string()),
+            ("p20", pa.float64()),
+            ("p50", pa.float64()),
+            ("p80", pa.float64()),
+            ("observed_at", TS),
+            ("liger_version", pa.string()),
+            ("first_revision_digest", DIGEST),
+            ("last_revision_digest", DIGEST),
+            ("is_current", pa.bool_()),
+            ("row_text", pa.string()),
+        ]
+    ),
+    "fact_revision_member": pa.schema(
+        [
+            ("revision_digest", DIGEST),
+            ("ordinal", pa.int32()),
+            ("line_number", pa.int32()),
+            ("result_digest", DIGEST),
+            ("line_suffix", pa.string()),
+        ]
+    ),
+    "quarantined_row": pa.schema(
+        [
+            ("revision_digest", DIGEST),
+            ("source", pa.string()),
+            ("source_key", pa.string()),
+            ("path", pa.string()),
+            ("commit", pa.string()),
+            ("ordinal", pa.int32()),
+            ("line_number", pa.int32()),
+            ("row_text", pa.string()),
+            ("line_suffix", pa.string()),
+            ("reason", pa.string()),
+        ]
+    ),
+    "golden_commit": pa.schema(
+        [
+            ("kernel", pa.string()),
+            ("run", pa.string()),
+            ("is_default", pa.bool_()),
+            ("content_digest", DIGEST),
+        ]
+    ),
+}
+
+DESCRIPTIONS = {
+    "dim_protocol": "How a number was measured: harness, timed pass (forward/backward/full), metric, "
+    "unit, statistic and quantiles. One row per distinct protocol.",
+    "dim_workload": "What was run: kernel, x axis name/label/value and the parsed benchmark config, "
+    "as typed params, canonical JSON and a readable slug. One row per distinct workload.",
+    "dim_environment": "Where it ran: the raw gpu_name plus vendor, product, form factor and "
+    "architecture from the GPU catalog (nulls for GPUs the catalog does not know).",
+    "dim_implementation": "Whose kernel: provider, Liger version and backend (triton, cutedsl, cutile).",
+    "dim_version": "Every Liger version seen, with its semantic rank (1 = oldest).",
+    "dim_upstream_revision": "One row per upstream revision ingested: a main-branch commit of a CSV "
+    "path or a gh-pages run, with its content digest, row counts and whether upstream still lists it.",
+    "fact_result": "One row per result ever published: one distinct row text within one source "
+    "(a main-branch path or a gh-pages run), with its four dimension digests, p20/p50/p80, the "
+    "first and last revision that showed it and whether upstream shows it today.",
+    "fact_revision_member": "Which results each revision held, at which line, with the exact text "
+    "between records, so every upstream file can be rebuilt byte for byte.",
+    "quarantined_row": "Upstream rows that failed validation, with the reason, revision and line.",
+    "golden_commit": "The reference gh-pages run per kernel, as upstream's golden_commits.json keeps it.",
+}
+
+DIMENSIONS = ("dim_protocol", "dim_workload", "dim_environment", "dim_implementation")
+DIGEST_COLUMN = {name: name.removeprefix("dim_") + "_digest" for name in DIMENSIONS}
+DIGEST_COLUMN["dim_upstream_revision"] = "revision_digest"
+TABLES = tuple(SCHEMAS)
+
+
+def empty(name: str) -> pa.Table:
+    return SCHEMAS[name].empty_table()

@@ -1,0 +1,52 @@
+"""Turn an upstream setting (``github:owner/repo`` or a mirror directory) into a reader."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from pipelines.store.storage import Storage
+from pipelines.upstream.http import ConditionalCache, HttpClient, HttpPolicy, UpstreamError
+from pipelines.upstream.model import DEFAULT_PATHS
+from pipelines.upstream.sources import GITHUB_PREFIX, GitHubUpstream, MirrorUpstream, Upstream
+
+DEFAULT_UPSTREAM = "github:linkedin/Liger-Kernel"
+DEFAULT_API_BASE = "https://api.github.com"
+DEFAULT_RAW_BASE = "https://raw.githubusercontent.com"
+
+
+@dataclass(frozen=True)
+class UpstreamSettings:
+    upstream: str = DEFAULT_UPSTREAM
+    api_base: str = DEFAULT_API_BASE
+    raw_base: str = DEFAULT_RAW_BASE
+    token: str | None = None
+    paths: tuple[str, ...] = DEFAULT_PATHS
+    policy: HttpPolicy = HttpPolicy()
+
+    def __repr__(self) -> str:
+        # Keeps the token out of logs and tracebacks that print the settings.
+        return f"UpstreamSettings(upstream={self.upstream!r}, api_base={self.api_base!r}, raw_base={self.raw_base!r})"
+
+
+def open_upstream(settings: UpstreamSettings, state: Storage) -> Upstream:
+    """A reader for ``settings.upstream``; listings' ETags are cached in ``state``."""
+    spec = settings.upstream
+    if spec.startswith(GITHUB_PREFIX):
+        repo = spec.removeprefix(GITHUB_PREFIX)
+        if not re.fullmatch(r"[A-Za-z0-9_.\-]+/[A-Za-z0-9_.\-]+", repo):
+            raise UpstreamError(f"upstream {spec!r}: expected github:OWNER/REPO")
+        for base in (settings.api_base, settings.raw_base):
+            if not base.startswith(("http://", "https://")):
+                raise UpstreamError(f"upstream base URL {base!r} must be http or https")
+        http = HttpClient(settings.policy, settings.token, ConditionalCache(state))
+        return GitHubUpstream(repo, settings.api_base, settings.raw_base, http, settings.paths)
+    if "://" in spec:
+        raise UpstreamError(
+            f"upstream {spec!r}: only github:OWNER/REPO or a local directory are allowed"
+        )
+    root = Path(spec).expanduser()
+    if not root.is_dir():
+        raise UpstreamError(f"upstream {spec!r}: no such directory")
+    return MirrorUpstream(root.resolve(), settings.paths, settings.policy.max_bytes)
