@@ -78,11 +78,8 @@ def build_database(
                 "create or replace view warehouse_generation as select "
                 f"{_quote(gen.id)} as generation_id, {_quote(gen.created_at)} as created_at"
             )
-            views = (
-                list(SCHEMAS)
-                + ["warehouse_generation"]
-                + _create_analytic_views(con, analytic_view_files(sql_dir))
-            )
+            analytic = _create_analytic_views(con, analytic_view_files(sql_dir))
+            views = [*SCHEMAS, "warehouse_generation", *analytic]
             con.execute("checkpoint")
         finally:
             con.close()

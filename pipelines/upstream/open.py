@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pipelines.store.storage import Storage
@@ -23,7 +23,7 @@ class UpstreamSettings:
     raw_base: str = DEFAULT_RAW_BASE
     token: str | None = None
     paths: tuple[str, ...] = DEFAULT_PATHS
-    policy: HttpPolicy = HttpPolicy()
+    policy: HttpPolicy = field(default_factory=HttpPolicy)
 
     def __repr__(self) -> str:
         # Keeps the token out of logs and tracebacks that print the settings.

@@ -1,11 +1,9 @@
-"""``liger-warehouse``: refresh the warehouse, inspect it and query it."""
+"""Commands that change or describe the warehouse: ``refresh`` and ``status``."""
 
 from __future__ import annotations
 
 import os
-import sys
 import time
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -13,28 +11,11 @@ from rich.console import Console
 from rich.table import Table
 
 from pipelines import settings
-from pipelines.database import DATABASE
+from pipelines.cli.app import WarehouseOpt, app, console, warehouse_root
 from pipelines.store.generations import GenerationStore, RefreshBusy
 from pipelines.store.storage import Storage
 
-app = typer.Typer(
-    help="The warehouse of record for Liger-Kernel benchmark results.", no_args_is_help=True
-)
-console = Console(stderr=True)
 QUIET_LOGS = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
-
-WarehouseOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--warehouse", "-w", help="Warehouse root (default $LIGER_WAREHOUSE_DIR or ./warehouse)."
-    ),
-]
-
-
-def _root(warehouse: str | None) -> str:
-    if warehouse:
-        os.environ[settings.WAREHOUSE_DIR] = warehouse
-    return settings.warehouse_dir()
 
 
 @app.command()
@@ -42,9 +23,7 @@ def refresh(
     warehouse: WarehouseOpt = None,
     upstream: Annotated[
         str | None,
-        typer.Option(
-            help="github:OWNER/REPO or a mirror directory (default $LIGER_WAREHOUSE_UPSTREAM)."
-        ),
+        typer.Option(help="github:OWNER/REPO or a mirror directory (default $LIGER_WAREHOUSE_UPSTREAM)."),
     ] = None,
 ) -> None:
     """Pull every new upstream revision, publish the next generation and rebuild liger.duckdb.
@@ -52,7 +31,7 @@ def refresh(
     Runs the same Dagster job as the nightly schedule and records it in the instance at
     $DAGSTER_HOME (default ./.dagster_home).
     """
-    root = _root(warehouse)
+    root = warehouse_root(warehouse)
     if upstream:
         os.environ[settings.UPSTREAM] = upstream
     settings.ensure_dagster_home()
@@ -70,9 +49,7 @@ def refresh(
     with lock, dg.DagsterInstance.get() as instance:
         job = load().resolve_job_def("refresh")
         with console.status("refreshing the warehouse…"):
-            result = job.execute_in_process(
-                instance=instance, raise_on_error=False, run_config=QUIET_LOGS
-            )
+            result = job.execute_in_process(instance=instance, raise_on_error=False, run_config=QUIET_LOGS)
     _print_refresh(gens, result, time.monotonic() - started)
     rejected = gens.current().summary.get("rejected", []) if result.success else []
     if not result.success or rejected:
@@ -82,20 +59,10 @@ def refresh(
 def _print_refresh(gens: GenerationStore, result, seconds: float) -> None:
     for event in result.all_events:
         if event.is_step_failure:
-            console.print(
-                f"[red]step {event.step_key} failed:[/red] {event.event_specific_data.error.message.strip()}"
-            )
-    published = [
-        e
-        for e in result.get_asset_materialization_events()
-        if e.asset_key.path == ["published_generation"]
-    ]
+            console.print(f"[red]step {event.step_key} failed:[/red] {event.event_specific_data.error.message.strip()}")
+    published = [e for e in result.get_asset_materialization_events() if e.asset_key.path == ["published_generation"]]
     if not published:
-        state = (
-            "nothing new upstream"
-            if result.success
-            else "refresh failed; the published warehouse is unchanged"
-        )
+        state = "nothing new upstream" if result.success else "refresh failed; the published warehouse is unchanged"
         console.print(f"{state} ({seconds:.1f}s)")
         return
     summary = gens.current().summary
@@ -117,7 +84,7 @@ def _print_refresh(gens: GenerationStore, result, seconds: float) -> None:
 @app.command()
 def status(warehouse: WarehouseOpt = None) -> None:
     """Print the published generation, the last refresh and row counts."""
-    gens = GenerationStore(Storage(_root(warehouse)))
+    gens = GenerationStore(Storage(warehouse_root(warehouse)))
     gen_id = gens.current_id()
     if gen_id is None:
         console.print("no generation published yet: run `liger-warehouse refresh`")
@@ -130,37 +97,3 @@ def status(warehouse: WarehouseOpt = None) -> None:
     for name, parts in gen.tables.items():
         table.add_row(name, str(sum(p.rows for p in parts)), str(len(parts)))
     Console().print(table)
-
-
-@app.command()
-def sql(
-    query: Annotated[
-        str | None, typer.Argument(help="One SQL query; omit for an interactive prompt.")
-    ] = None,
-    warehouse: WarehouseOpt = None,
-) -> None:
-    """Run SQL against liger.duckdb (read-only)."""
-    import duckdb
-
-    path = Path(Storage(_root(warehouse)).root) / DATABASE
-    if not path.exists():
-        console.print(f"no database at {path}: run `liger-warehouse refresh` first")
-        raise typer.Exit(1)
-    con = duckdb.connect(str(path), read_only=True)
-    if query is not None:
-        print(con.sql(query))
-        return
-    while True:
-        try:
-            line = input("liger> ")
-        except EOFError:
-            return
-        if line.strip():
-            try:
-                print(con.sql(line))
-            except duckdb.Error as exc:
-                print(exc, file=sys.stderr)
-
-
-if __name__ == "__main__":
-    app()
