@@ -84,6 +84,10 @@ def resources() -> dg.Definitions:
                 api_base=_env("LIGER_WAREHOUSE_GITHUB_API", DEFAULT_API_BASE),
                 raw_base=_env("LIGER_WAREHOUSE_GITHUB_RAW", DEFAULT_RAW_BASE),
                 github_token=dg.EnvVar("GITHUB_TOKEN") if os.getenv("GITHUB_TOKEN") else None,
+                timeout_seconds=float(os.getenv("LIGER_WAREHOUSE_TIMEOUT_SECONDS", "30")),
+                max_attempts=int(os.getenv("LIGER_WAREHOUSE_MAX_ATTEMPTS", "5")),
+                backoff_seconds=float(os.getenv("LIGER_WAREHOUSE_BACKOFF_SECONDS", "1")),
+                max_download_mb=int(os.getenv("LIGER_WAREHOUSE_MAX_DOWNLOAD_MB", "256")),
             ),
         }
     )

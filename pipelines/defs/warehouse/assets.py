@@ -80,7 +80,7 @@ def warehouse_tables(
     if gen is None:
         context.log.info("upstream holds nothing new: no generation staged")
         return
-    warehouse.ledger().record(context.run_id, gen.id)
+    warehouse.ledger().record(context.run.run_id, gen.id)
     extra = {
         "fact_result": {
             "results_added": summary.added,

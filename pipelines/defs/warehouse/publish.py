@@ -13,7 +13,7 @@ def published_generation(
     """The generation readers see. Switched atomically (one pointer write) after the blocking
     audits pass, and only if nobody published since this run's generation was built."""
     gens = warehouse.generations()
-    gen_id = warehouse.ledger().staged(context.run_id)
+    gen_id = warehouse.ledger().staged(context.run.run_id)
     if gen_id is None:
         raise dg.Failure("this run staged no generation to publish")
     gen = gens.load(gen_id)

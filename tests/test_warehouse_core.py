@@ -1,0 +1,177 @@
+"""Issue 2 acceptance: the warehouse built from the mirror over loopback HTTP, checked against
+an independent recount, then refreshed again with no change and with one new revision."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from pipelines import checks
+from pipelines.store.generations import GenerationStore
+from pipelines.store.storage import Storage
+from tests.conftest import MIRROR, refresh, require_mirror
+from tests.fake_github import FakeGitHub
+from tests.recount import recount
+
+
+def _gens(root: Path) -> GenerationStore:
+    return GenerationStore(Storage(root))
+
+
+def _query(db: Path, sql: str) -> list[tuple]:
+    with duckdb.connect(str(db), read_only=True) as con:
+        return con.execute(sql).fetchall()
+
+
+def _files(root: Path) -> dict[str, float]:
+    return {str(p.relative_to(root)): p.stat().st_mtime_ns for p in (root / "tables").rglob("*.parquet")}
+
+
+def test_counts_match_independent_recount(mirror_warehouse):
+    expected = recount(MIRROR)
+    db = mirror_warehouse.database
+    assert _query(db, "select count(*) from fact_result") == [(len(expected.results),)]
+    assert _query(db, "select count(*) from fact_result where is_current") == [(len(expected.current),)]
+    assert dict(_query(db, "select source_key, count(*) from fact_result group by 1")) == dict(expected.per_source)
+    assert _query(db, "select count(*) from fact_revision_member") == [(expected.rows,)]
+    assert _query(db, "select count(*) from dim_upstream_revision") == [(expected.revisions,)]
+    assert _query(db, "select count(*) from quarantined_row") == [(0,)]
+
+
+def test_no_orphans_and_unique_digests(mirror_warehouse):
+    gens = _gens(mirror_warehouse.root)
+    outcomes = checks.all_checks(gens, gens.current())
+    assert [o for o in outcomes if not o.passed] == []
+    assert len(outcomes) >= 14
+
+
+def test_blocking_checks_ran_and_passed(mirror_warehouse):
+    evaluations = mirror_warehouse.result.get_asset_check_evaluations()
+    assert len(evaluations) >= 10
+    assert all(e.passed for e in evaluations)
+
+
+def _jcs_sha(obj: dict) -> str:
+    # Written out by hand (sorted keys, no spaces, UTF-8) rather than through the project's code.
+    text = json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+def test_digests_are_pinned(mirror_warehouse):
+    db = mirror_warehouse.database
+    a100 = _query(db, "select environment_digest from dim_environment where gpu_name = 'NVIDIA A100-SXM4-80GB'")
+    assert a100 == [(_jcs_sha({"gpu_name": "NVIDIA A100-SXM4-80GB"}),)]
+    impl = {"backend": "triton", "liger_version": "0.2.1", "provider": "liger"}
+    got = _query(db, "select implementation_digest from dim_implementation where provider='liger' "
+                     "and liger_version='0.2.1' and backend='triton'")
+    assert got == [(_jcs_sha(impl),)]
+    proto = {"harness": "liger-kernel-bench", "metric": "speed", "quantiles": [0.5, 0.2, 0.8],
+             "statistic": "median", "timed_pass": "full", "unit": "ms"}
+    got = _query(db, "select protocol_digest from dim_protocol where timed_pass='full' and metric='speed'")
+    assert got == [(_jcs_sha(proto),)]
+
+
+def test_every_revision_rebuilds_byte_for_byte_from_parts(mirror_warehouse):
+    """The exact text kept per record, suffix and header reassembles every upstream file."""
+    db = mirror_warehouse.database
+    rebuilt = dict(
+        _query(
+            db,
+            """
+            select r.content_digest,
+                   r.header_text || r.header_suffix || coalesce(string_agg(f.row_text || m.line_suffix, ''
+                       order by m.ordinal), '')
+            from dim_upstream_revision r
+            left join fact_revision_member m using (revision_digest)
+            left join fact_result f using (result_digest)
+            group by r.content_digest, r.header_text, r.header_suffix
+            """,
+        )
+    )
+    for gz in list(MIRROR.glob("raw/*/benchmark/data/*.csv.gz")) + list(MIRROR.glob("gh-pages/benchmarks/*/*.csv.gz")):
+        data = gzip.decompress(gz.read_bytes())
+        assert rebuilt["sha256:" + hashlib.sha256(data).hexdigest()].encode() == data, gz
+
+
+@pytest.fixture
+def copy_of(mirror_warehouse, tmp_path):
+    root = tmp_path / "warehouse"
+    shutil.copytree(mirror_warehouse.root, root)
+    return root
+
+
+def test_no_change_refresh_fetches_and_writes_nothing(copy_of, fake_github):
+    before_files, before_gen = _files(copy_of), _gens(copy_of).current_id()
+    digests = _query(copy_of / "liger.duckdb", "select result_digest from fact_result order by 1")
+    fake_github.clear_log()
+    again = refresh(copy_of, fake_github)
+    assert again.result.success
+    assert fake_github.content_requests() == []
+    assert all(r.status == 304 for r in fake_github.requests), [(r.path, r.status) for r in fake_github.requests]
+    assert _files(copy_of) == before_files
+    assert _gens(copy_of).current_id() == before_gen
+    assert _query(copy_of / "liger.duckdb", "select result_digest from fact_result order by 1") == digests
+
+
+def _mirror_with_new_commit(tmp_path: Path) -> tuple[Path, str]:
+    """A copy of the mirror whose all_benchmark_data.csv has one more commit: one row re-measured."""
+    mirror = tmp_path / "mirror"
+    shutil.copytree(require_mirror(), mirror)
+    commits_file = mirror / "commits" / "all_benchmark_data.json"
+    commits = json.loads(commits_file.read_text())
+    head = commits[0]["sha"]
+    data = gzip.decompress((mirror / "raw" / head / "benchmark/data/all_benchmark_data.csv.gz").read_bytes())
+    lines = data.split(b"\r\n")
+    fields = lines[1].split(b",")
+    fields[8] = b"9.999"
+    fields[10] = b"10.5"
+    fields[9] = b"9.5"
+    lines[1] = b",".join(fields)
+    new_sha = "f" * 40
+    target = mirror / "raw" / new_sha / "benchmark/data/all_benchmark_data.csv.gz"
+    target.parent.mkdir(parents=True)
+    target.write_bytes(gzip.compress(b"\r\n".join(lines)))
+    new = {**commits[0], "sha": new_sha, "html_url": f"https://github.com/linkedin/Liger-Kernel/commit/{new_sha}"}
+    new["commit"] = {**commits[0]["commit"], "message": "re-benchmark one row"}
+    commits_file.write_text(json.dumps([new, *commits]))
+    return mirror, new_sha
+
+
+def test_one_new_revision_is_the_only_work(copy_of, tmp_path):
+    mirror, new_sha = _mirror_with_new_commit(tmp_path)
+    before_files = _files(copy_of)
+    db = copy_of / "liger.duckdb"
+    before = _query(db, "select count(*), count(*) filter (where is_current) from fact_result")[0]
+    with FakeGitHub(mirror) as fake:
+        again = refresh(copy_of, fake)
+        # A new server means new listing URLs (no ETags yet); the CSV downloads are what counts.
+        content = [r.path for r in fake.content_requests() if r.path.endswith(".csv")]
+    assert again.result.success
+    assert content == [f"/raw/linkedin/Liger-Kernel/{new_sha}/benchmark/data/all_benchmark_data.csv"]
+    summary = _gens(copy_of).current().summary
+    assert summary["revisions_ingested"] == 1
+    assert (summary["results_added"], summary["results_restated"], summary["results_removed"]) == (1, 1, 0)
+    written = set(_files(copy_of)) - set(before_files)
+    assert {Path(w).parts[1] for w in written} <= {
+        "fact_result", "fact_revision_member", "dim_upstream_revision"
+    }
+    assert len([w for w in written if "/fact_result/" in w]) == 1
+    after = _query(db, "select count(*), count(*) filter (where is_current) from fact_result")[0]
+    assert after == (before[0] + 1, before[1])
+    restated = _query(db, f"""
+        select f.p50 from fact_result f join dim_upstream_revision r on f.first_revision_digest = r.revision_digest
+        where r.commit = '{new_sha}'""")
+    assert restated == [(9.999,)]
+
+
+def test_mirror_directory_and_github_give_the_same_digests(mirror_warehouse, tmp_path):
+    local = refresh(tmp_path / "w", upstream=str(require_mirror()))
+    assert local.result.success
+    sql = "select result_digest, is_current, first_revision_digest, last_revision_digest from fact_result order by 1"
+    assert _query(local.database, sql) == _query(mirror_warehouse.database, sql)
