@@ -13,6 +13,7 @@ from pathlib import Path
 
 import duckdb
 
+from pipelines.failpoints import failpoint
 from pipelines.store.generations import Generation, GenerationStore
 from pipelines.tables import SCHEMAS, empty
 
@@ -74,6 +75,7 @@ def build_database(
         try:
             for table in SCHEMAS:
                 con.execute(table_view_sql(gens, gen, table))
+                failpoint("database-view")
             con.execute(
                 "create or replace view warehouse_generation as select "
                 f"{_quote(gen.id)} as generation_id, {_quote(gen.created_at)} as created_at"
@@ -83,6 +85,7 @@ def build_database(
             con.execute("checkpoint")
         finally:
             con.close()
+        failpoint("database-replace")
         os.replace(tmp, target)
     finally:
         if tmp.exists():

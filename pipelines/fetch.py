@@ -10,6 +10,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from pipelines.failpoints import failpoint
 from pipelines.ingest import revision_digest
 from pipelines.store.raw import RawStore, SnapshotTooLarge
 from pipelines.upstream.http import UpstreamError
@@ -46,7 +47,9 @@ def fetch_revisions(
             result.reused += 1
             continue
         try:
-            result.contents[rev] = raw.put(ref, upstream.fetch(ref))
+            data = upstream.fetch(ref)
+            failpoint("fetched")
+            result.contents[rev] = raw.put(ref, data)
             result.downloaded.append(ref.label)
         except (UpstreamError, SnapshotTooLarge) as exc:
             result.failures.append(str(exc))

@@ -17,6 +17,7 @@ import pyarrow as pa
 
 from pipelines.digests import content_digest, digest, flat_digest, hex_part
 from pipelines.dimensions import Dimensions, path_stem
+from pipelines.failpoints import failpoint
 from pipelines.normalize.csvfile import CsvFile, FileRejected, Record, split_csv
 from pipelines.normalize.rows import RowRejected, parse_row, result_identity
 from pipelines.store.generations import Generation, GenerationStore, Part, new_generation_id
@@ -107,6 +108,7 @@ class GenerationBuilder:
         if not self.changed:
             return None
         self.gen.summary = self._summary_dict()
+        failpoint("staging")
         self.gens.stage(self.gen)
         return self.gen
 
@@ -150,6 +152,7 @@ class GenerationBuilder:
         new_rows: list[dict] = []
         for rev in pending:
             self._normalize_revision(rev, known, new_rows)
+            failpoint("normalized")
         ingested = [r for r in pending if r.digest in self.revisions]
         results = (
             pl.concat([prior, pl.DataFrame(new_rows, schema=prior.schema)]) if new_rows else prior

@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from filelock import FileLock, Timeout
 
+from pipelines.failpoints import failpoint
 from pipelines.store.storage import Storage
 from pipelines.tables import SCHEMAS, TABLES, empty
 
@@ -107,6 +108,7 @@ class GenerationStore:
                     f"generation {gen.id} was built on {gen.parent or 'an empty warehouse'}, "
                     f"but {current} was published meanwhile; run the refresh again"
                 )
+            failpoint("publish")
             self.storage.write_text(POINTER, gen.id + "\n")
 
     def lock(self, name: str, timeout: float = -1) -> FileLock:

@@ -14,6 +14,8 @@ from pathlib import Path
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
+from pipelines.failpoints import failpoint
+
 
 class Storage:
     """Keys are ``/``-separated paths relative to the warehouse root."""
@@ -55,6 +57,7 @@ class Storage:
             out.write(data)
             out.flush()
             os.fsync(out.fileno())
+        failpoint(f"storage-replace:{key.split('/', 1)[0]}")
         os.replace(tmp, path)
 
     def write_text(self, key: str, text: str) -> None:
