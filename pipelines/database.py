@@ -9,17 +9,23 @@ from __future__ import annotations
 
 import os
 import uuid
+from hashlib import sha256
 from pathlib import Path
 
 import duckdb
 
 from pipelines.failpoints import failpoint
 from pipelines.store.generations import Generation, GenerationStore
+from pipelines.store.objectstore import ImmutableReadCache
+from pipelines.store.storage import Storage
 from pipelines.tables import SCHEMAS, empty
 
 DATABASE = "liger.duckdb"
 STORAGE_COMPATIBILITY = "v1.0.0"
 SQL_DIR = Path(__file__).resolve().parent.parent / "sql"
+CACHE_DIR = "LIGER_WAREHOUSE_CACHE_DIR"
+# Never fetch an extension at run time: a missing one is an error, not a download.
+NO_DOWNLOADS = {"autoinstall_known_extensions": "false"}
 
 
 def _quote(text: str) -> str:
@@ -69,8 +75,8 @@ def build_database(
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f"{target.name}.tmp-{uuid.uuid4().hex}")
     try:
-        con = duckdb.connect(
-            str(tmp), config={"storage_compatibility_version": STORAGE_COMPATIBILITY}
+        con = open_duckdb(
+            gens.storage, str(tmp), config={"storage_compatibility_version": STORAGE_COMPATIBILITY}
         )
         try:
             for table in SCHEMAS:
@@ -90,4 +96,96 @@ def build_database(
     finally:
         if tmp.exists():
             tmp.unlink()
+    return views
+
+
+def open_duckdb(
+    storage: Storage, path: str = ":memory:", read_only: bool = False, config: dict | None = None
+) -> duckdb.DuckDBPyConnection:
+    """A connection that reads the warehouse's objects where they are.
+
+    For an object-store root the root's fsspec filesystem (s3fs) is registered with DuckDB, so
+    ``s3://`` URIs resolve through it: DuckDB's own ``httpfs`` extension would be a download at
+    run time, and no pip package ships one for this DuckDB version (see docs/STORAGE.md).
+    """
+    con = duckdb.connect(path, read_only=read_only, config={**NO_DOWNLOADS, **(config or {})})
+    if not storage.is_local:
+        con.register_filesystem(ImmutableReadCache(storage.fs, storage.root, _local_dir(storage) / "parts"))
+    return con
+
+
+def cache_dir() -> Path:
+    """Local scratch space: ``$LIGER_WAREHOUSE_CACHE_DIR``, else ``$XDG_CACHE_HOME/liger-warehouse``."""
+    base = os.getenv(CACHE_DIR) or os.path.join(os.getenv("XDG_CACHE_HOME") or "~/.cache", "liger-warehouse")
+    return Path(base).expanduser()
+
+
+def _local_dir(storage: Storage) -> Path:
+    """This host's cache of an object-store root."""
+    return cache_dir() / sha256(storage.url.encode()).hexdigest()[:16]
+
+
+def database_path(storage: Storage) -> Path:
+    """Where liger.duckdb is opened: in the root when it is local; for an object-store root, a
+    local copy in the cache, since DuckDB cannot open a database file on an object store."""
+    if storage.is_local:
+        return Path(storage.root) / DATABASE
+    return _local_dir(storage) / DATABASE
+
+
+def publish_database(storage: Storage, path: Path) -> None:
+    """Upload a freshly built database to ``<root>/liger.duckdb`` (one PUT: atomic) for an
+    object-store root, so every host reads the same views; a local root has it in place."""
+    if not storage.is_local:
+        storage.write_bytes(DATABASE, path.read_bytes())
+
+
+def fetch_database(storage: Storage) -> Path:
+    """The local liger.duckdb of ``storage``, downloading the published copy for an object store."""
+    path = database_path(storage)
+    if storage.is_local:
+        if not path.exists():
+            raise FileNotFoundError(f"no database at {path}: run `liger-warehouse refresh` first")
+        return path
+    if not storage.exists(DATABASE):
+        raise FileNotFoundError(f"no database at {storage.uri(DATABASE)}: run `liger-warehouse refresh` first")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # Replace the copy whole: a reader that has the old one open keeps reading it.
+    tmp = path.with_name(f"{path.name}.tmp-{uuid.uuid4().hex}")
+    try:
+        tmp.write_bytes(storage.read_bytes(DATABASE))
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path
+
+
+def connect(storage: Storage) -> duckdb.DuckDBPyConnection:
+    """A read-only connection to the published views, wherever the warehouse lives."""
+    return open_duckdb(storage, str(fetch_database(storage)), read_only=True)
+
+
+def shown_generation(storage: Storage, path: Path) -> str | None:
+    """The generation the database at ``path`` shows; None when there is none that opens."""
+    if not path.exists():
+        return None
+    try:
+        with open_duckdb(storage, str(path), read_only=True) as con:
+            return con.execute("select generation_id from warehouse_generation").fetchone()[0]
+    except duckdb.Error:
+        return None
+
+
+def rebuild_if_stale(gens: GenerationStore, path: Path) -> list[str] | None:
+    """Rebuild the views when they show another generation than ``CURRENT``.
+
+    A refresh killed between the switch and the views rebuild leaves them behind, and the
+    next refresh finds nothing new upstream, so nothing else would ever rebuild them.
+    Returns the views created, or None when they were current.
+    """
+    current = gens.current_id()
+    if current is None or shown_generation(gens.storage, path) == current:
+        return None
+    views = build_database(gens, gens.current(), path)
+    publish_database(gens.storage, path)
     return views

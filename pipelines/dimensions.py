@@ -11,7 +11,7 @@ import math
 from pathlib import PurePosixPath
 
 from pipelines.catalog.gpus import lookup_gpu
-from pipelines.digests import canonical_json, digest
+from pipelines.digests import canonical_json, digest, flat_digest
 from pipelines.normalize.rows import (
     Row,
     backend,
@@ -143,7 +143,8 @@ class Dimensions:
         """A series: same kernel, mode, provider, metric, GPU and workload, across versions."""
         return self._memo(
             ("s", protocol, workload, environment, row.provider, stem),
-            lambda: digest(
+            # A flat object of strings: flat_digest is digest without the generic encoder.
+            lambda: flat_digest(
                 {
                     "protocol_digest": protocol,
                     "workload_digest": workload,

@@ -19,7 +19,10 @@ def failpoint(name: str) -> None:
     spec = os.environ.get(ENV)
     if not spec:
         return
-    target, _, nth = spec.partition(":")
+    # Names may hold ":" themselves ("storage-replace:raw"), so only a numeric suffix is a count.
+    target, _, nth = spec.rpartition(":")
+    if not nth.isdigit():
+        target, nth = spec, ""
     if target != name:
         return
     _hits[name] = _hits.get(name, 0) + 1

@@ -10,6 +10,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from pipelines import progress as watchers
 from pipelines.failpoints import failpoint
 from pipelines.ingest import revision_digest
 from pipelines.store.raw import RawStore, SnapshotTooLarge
@@ -37,10 +38,10 @@ def fetch_revisions(
 ) -> FetchResult:
     """Make sure every listed revision not in ``known`` has a raw snapshot."""
     result = FetchResult()
-    for ref in listing.revisions:
-        rev = revision_digest(ref)
-        if rev in known:
-            continue
+    wanted = [(ref, revision_digest(ref)) for ref in listing.revisions]
+    wanted = [(ref, rev) for ref, rev in wanted if rev not in known]
+    for done, (ref, rev) in enumerate(wanted):
+        watchers.report("download", done, len(wanted), ref.label)
         stored = raw.lookup(ref)
         if stored is not None:
             result.contents[rev] = stored
@@ -56,4 +57,5 @@ def fetch_revisions(
             log.error("deferred to the next refresh: %s", exc)
         if progress:
             progress(ref)
+    watchers.report("download", len(wanted), len(wanted))
     return result

@@ -15,15 +15,17 @@ from datetime import UTC, datetime
 import polars as pl
 import pyarrow as pa
 
-from pipelines.digests import content_digest, digest, flat_digest, hex_part
+from pipelines import progress as watchers
+from pipelines.digests import content_digest, digest, hex_part
 from pipelines.dimensions import Dimensions, path_stem
 from pipelines.failpoints import failpoint
+from pipelines.normalize import columnar
 from pipelines.normalize.csvfile import CsvFile, FileRejected, Record, split_csv
-from pipelines.normalize.rows import RowRejected, parse_row, result_identity
+from pipelines.normalize.rows import parse_row
 from pipelines.store.generations import Generation, GenerationStore, Part, new_generation_id
 from pipelines.store.raw import RawStore
-from pipelines.tables import DIGEST_COLUMN, DIMENSIONS, SCHEMAS
-from pipelines.upstream.model import GH_PAGES, RevisionRef, UpstreamListing
+from pipelines.tables import DIGEST_COLUMN, DIMENSIONS, INGESTED, SCHEMAS
+from pipelines.upstream.model import GH_PAGES, IMPORT, RevisionRef, UpstreamListing
 from pipelines.versions import parse_version, split_run_name
 
 log = logging.getLogger(__name__)
@@ -60,7 +62,7 @@ class _Revision:
     ref: RevisionRef
     digest: str
     content: str
-    members: list[dict] = field(default_factory=list)
+    members: pa.Table = field(default_factory=lambda: SCHEMAS["fact_revision_member"].empty_table())
     quarantined: list[dict] = field(default_factory=list)
     new_results: int = 0
 
@@ -75,7 +77,7 @@ class GenerationBuilder:
             id=new_generation_id(),
             parent=self.prior.id or None,
             created_at=self.now.isoformat() + "Z",
-            tables={name: list(self.prior.parts(name)) for name in SCHEMAS},
+            tables={name: list(self.prior.parts(name)) for name in INGESTED},
         )
         self.summary = Summary()
         revisions = gens.read_table(self.prior, "dim_upstream_revision").to_pylist()
@@ -86,6 +88,7 @@ class GenerationBuilder:
         }
         self.dims = Dimensions(known)
         self.changed = False
+        self._dimension_cache: columnar.DimensionCache | None = None
 
     # -- the whole refresh -------------------------------------------------------------
 
@@ -96,8 +99,10 @@ class GenerationBuilder:
         """
         listed = {revision_digest(ref): ref for ref in listing.revisions}
         pending = self._pending(listed, contents)
+        self._normalized, self._to_normalize = 0, sum(map(len, pending.values()))
         for source_key in sorted(self._touched_sources(listed, pending)):
             self._build_source(source_key, pending.get(source_key, []), listed)
+        watchers.report("normalize", self._normalized, self._to_normalize)
         self._write_dimensions()
         self._write_revisions(listed)
         self._write_golden(listing.golden_commits)
@@ -149,13 +154,15 @@ class GenerationBuilder:
         prior_parts = [p for p in self.prior.parts("fact_result") if p.key == source_key]
         prior = pl.from_arrow(self.gens.read_parts("fact_result", prior_parts))
         known = set(prior["result_digest"].to_list())
-        new_rows: list[dict] = []
+        new_rows: list[pl.DataFrame] = []
         for rev in pending:
+            watchers.report("normalize", self._normalized, self._to_normalize, rev.ref.label)
             self._normalize_revision(rev, known, new_rows)
+            self._normalized += 1
             failpoint("normalized")
         ingested = [r for r in pending if r.digest in self.revisions]
         results = (
-            pl.concat([prior, pl.DataFrame(new_rows, schema=prior.schema)]) if new_rows else prior
+            pl.concat([prior, *new_rows]) if new_rows else prior
         )
         results = self._apply_sightings(results, ingested)
         results = self._apply_current(results, source_key, ingested, listed)
@@ -168,38 +175,46 @@ class GenerationBuilder:
         self._replace_parts("fact_result", source_key, [part])
         self.changed = True
 
-    def _normalize_revision(self, rev: _Revision, known: set[str], new_rows: list[dict]) -> None:
+    def _normalize_revision(self, rev: _Revision, known: set[str], new_rows: list[pl.DataFrame]) -> None:
         ref = rev.ref
         data = self.raw.get(rev.content)
         where = f"{ref.path} at {ref.source} revision {ref.commit}"
         try:
-            parsed = split_csv(data, where)
+            parsed = self._split(data, where)
         except FileRejected as exc:
             self.summary.rejected.append(str(exc))
             log.error("%s", exc)
             return
         stem = path_stem(ref.path) if ref.source != GH_PAGES else None
-        for record in parsed.records:
-            result = flat_digest(result_identity(ref.source, ref.source_key, record.text))
-            if result not in known:
-                try:
-                    new_rows.append(self._new_result(parsed, record, result, rev, stem))
-                except (ValueError, RowRejected) as exc:
-                    rev.quarantined.append(self._quarantine(rev, record, str(exc)))
-                    continue
-                known.add(result)
-                rev.new_results += 1
-            rev.members.append(
-                {
-                    "revision_digest": rev.digest,
-                    "ordinal": record.ordinal,
-                    "line_number": record.line_number,
-                    "result_digest": result,
-                    "line_suffix": record.suffix,
-                }
-            )
+        # Rows go column by column where the fields are plain; _new_result stays the definition
+        # and takes every other new row (see normalize/columnar.py).
+        out = columnar.normalize(
+            parsed,
+            ref,
+            rev.digest,
+            known,
+            slow=lambda record, result: self._new_result(parsed, record, result, rev, stem),
+            fast=self._columnar_rows(parsed, ref, stem),
+        )
+        new_rows.append(out.new)
+        rev.new_results, rev.members = out.new.height, out.members
+        rev.quarantined += [self._quarantine(rev, record, reason) for record, reason in out.rejected]
         self._write_revision_parts(rev)
         self.revisions[rev.digest] = self._revision_row(rev, parsed, data)
+
+    def _columnar_rows(self, parsed: CsvFile, ref: RevisionRef, stem: str | None) -> columnar.ColumnarRows | None:
+        """The columnar reader of upstream CSV rows; None for a subclass with its own rows."""
+        own = GenerationBuilder._new_result, GenerationBuilder._split
+        if (type(self)._new_result, type(self)._split) != own:
+            return None
+        if self._dimension_cache is None:
+            self._dimension_cache = columnar.DimensionCache(self.dims)
+        cache = self._dimension_cache
+        return columnar.ColumnarRows(parsed.positions, ref.source, ref.source_key, stem, self.now, cache)
+
+    def _split(self, data: bytes, where: str) -> CsvFile:
+        """Records of one revision's file; an importer of another format overrides this."""
+        return split_csv(data, where)
 
     def _new_result(
         self, parsed: CsvFile, record: Record, result: str, rev: _Revision, stem: str | None
@@ -249,9 +264,8 @@ class GenerationBuilder:
 
     def _write_revision_parts(self, rev: _Revision) -> None:
         name = hex_part(rev.digest)
-        members = pa.Table.from_pylist(rev.members, schema=SCHEMAS["fact_revision_member"])
         self.gen.tables["fact_revision_member"].append(
-            self.gens.write_part("fact_revision_member", rev.digest, name, members)
+            self.gens.write_part("fact_revision_member", rev.digest, name, rev.members)
         )
         if rev.quarantined:
             bad = pa.Table.from_pylist(rev.quarantined, schema=SCHEMAS["quarantined_row"])
@@ -263,7 +277,7 @@ class GenerationBuilder:
                 "revision": rev.ref.label,
                 "commit": rev.ref.commit,
                 "html_url": rev.ref.html_url,
-                "rows": len(rev.members) + len(rev.quarantined),
+                "rows": rev.members.num_rows + len(rev.quarantined),
                 "new_results": rev.new_results,
                 "quarantined": len(rev.quarantined),
             }
@@ -285,7 +299,7 @@ class GenerationBuilder:
             "message": ref.message,
             "html_url": ref.html_url,
             "content_digest": content_digest(data),
-            "row_count": len(rev.members) + len(rev.quarantined),
+            "row_count": rev.members.num_rows + len(rev.quarantined),
             "quarantined_count": len(rev.quarantined),
             "header_text": parsed.header_text,
             "header_suffix": parsed.header_suffix,
@@ -304,9 +318,12 @@ class GenerationBuilder:
         )
         seen = (
             pl.DataFrame(
-                [(m["result_digest"], r.digest, r.ref.seq) for r in ingested for m in r.members],
+                {
+                    "result_digest": pa.concat_arrays([c for r in ingested for c in r.members["result_digest"].chunks]),
+                    "rev": [r.digest for r in ingested for _ in range(r.members.num_rows)],
+                    "seq": [r.ref.seq for r in ingested for _ in range(r.members.num_rows)],
+                },
                 schema={"result_digest": pl.String, "rev": pl.String, "seq": pl.Int64},
-                orient="row",
             )
             .group_by("result_digest")
             .agg(
@@ -343,14 +360,15 @@ class GenerationBuilder:
         candidates = [
             (r["seq"], d)
             for d, r in self.revisions.items()
-            if r["source_key"] == source_key and d in listed
+            # An import is never listed by upstream, yet its newest revision stays its head.
+            if r["source_key"] == source_key and (d in listed or r["source"] == IMPORT)
         ]
         return max(candidates)[1] if candidates else None
 
     def _head_members(self, head: str, ingested: list[_Revision]) -> set[str]:
         for rev in ingested:
             if rev.digest == head:
-                return {m["result_digest"] for m in rev.members}
+                return set(rev.members["result_digest"].to_pylist())
         parts = [p for p in self.prior.parts("fact_revision_member") if p.key == head]
         return set(
             self.gens.read_parts("fact_revision_member", parts, ["result_digest"])
@@ -411,7 +429,7 @@ class GenerationBuilder:
         for rev_digest, row in sorted(
             self.revisions.items(), key=lambda kv: (kv[1]["source_key"], kv[1]["seq"])
         ):
-            upstream, head = rev_digest in listed, rev_digest in heads
+            upstream, head = rev_digest in listed and row["source"] != IMPORT, rev_digest in heads
             self.changed |= row["is_upstream"] != upstream or row["is_head"] != head
             rows.append({**row, "is_upstream": upstream, "is_head": head})
         if self.changed:
@@ -457,7 +475,7 @@ class GenerationBuilder:
             "deferred": s.deferred,
             "warnings": s.warnings,
             "no_longer_upstream": s.no_longer_upstream,
-            "row_counts": {t: self.gen.rows(t) for t in SCHEMAS},
+            "row_counts": {t: self.gen.rows(t) for t in INGESTED},
         }
 
 

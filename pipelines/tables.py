@@ -151,6 +151,21 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("content_digest", DIGEST),
         ]
     ),
+    "fact_change_point": pa.schema(
+        [
+            ("series_digest", DIGEST),
+            ("revision_digest", DIGEST),
+            ("previous_revision_digest", DIGEST),
+            ("point_index", pa.int32()),
+            ("points", pa.int32()),
+            ("before_points", pa.int32()),
+            ("after_points", pa.int32()),
+            ("before_median", pa.float64()),
+            ("after_median", pa.float64()),
+            ("pvalue", pa.float64()),
+            ("method", pa.string()),
+        ]
+    ),
 }
 
 DESCRIPTIONS = {
@@ -171,12 +186,19 @@ DESCRIPTIONS = {
     "between records, so every upstream file can be rebuilt byte for byte.",
     "quarantined_row": "Upstream rows that failed validation, with the reason, revision and line.",
     "golden_commit": "The reference gh-pages run per kernel, as upstream's golden_commits.json keeps it.",
+    "fact_change_point": "Change points in each series' gh-pages run history (Apache Otava e-divisive): "
+    "the run where the level shifted, with the medians before and after. Derived from the "
+    "staged generation by the fact_change_point asset, not ingested.",
 }
 
 DIMENSIONS = ("dim_protocol", "dim_workload", "dim_environment", "dim_implementation")
 DIGEST_COLUMN = {name: name.removeprefix("dim_") + "_digest" for name in DIMENSIONS}
 DIGEST_COLUMN["dim_upstream_revision"] = "revision_digest"
 TABLES = tuple(SCHEMAS)
+# Derived tables are computed from a staged generation by later assets; ingest never writes
+# or carries them over, so a generation never publishes one computed from older facts.
+DERIVED = ("fact_change_point",)
+INGESTED = tuple(t for t in SCHEMAS if t not in DERIVED)
 
 
 def empty(name: str) -> pa.Table:

@@ -6,11 +6,12 @@ import os
 from pathlib import Path
 from typing import Annotated
 
+import duckdb
 import typer
 from rich.console import Console
 
 from pipelines import settings
-from pipelines.database import DATABASE
+from pipelines.database import fetch_database, open_duckdb
 from pipelines.store.storage import Storage
 
 app = typer.Typer(help="The warehouse of record for Liger-Kernel benchmark results.", no_args_is_help=True)
@@ -34,9 +35,16 @@ def warehouse_root(warehouse: str | None) -> str:
 
 
 def database_path(warehouse: str | None) -> Path:
-    """liger.duckdb of the warehouse, or a clear exit when there is none yet."""
-    path = Path(Storage(warehouse_root(warehouse)).root) / DATABASE
-    if not path.exists():
-        console.print(f"no database at {path}: run `liger-warehouse refresh` first")
-        raise typer.Exit(1)
-    return path
+    """liger.duckdb of the warehouse (a local copy for an object-store root), or a clear exit
+    when there is none yet."""
+    try:
+        return fetch_database(Storage(warehouse_root(warehouse)))
+    except FileNotFoundError as exc:
+        console.print(str(exc))
+        raise typer.Exit(1) from None
+
+
+def open_database(warehouse: str | None) -> duckdb.DuckDBPyConnection:
+    """A read-only connection to liger.duckdb that also resolves object-store URIs."""
+    storage = Storage(warehouse_root(warehouse))
+    return open_duckdb(storage, str(database_path(warehouse)), read_only=True)

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from pipelines.database import DATABASE
+from pipelines.database import database_path
 from pipelines.store.generations import GenerationStore, RunLedger
 from pipelines.store.raw import RawStore
 from pipelines.store.storage import Storage
@@ -38,7 +38,8 @@ class WarehouseResource(dg.ConfigurableResource):
         return RunLedger(self.storage())
 
     def database_path(self) -> Path:
-        return Path(self.storage().root) / DATABASE
+        """The local liger.duckdb: in the root, or a cache copy for an object-store root."""
+        return database_path(self.storage())
 
 
 class UpstreamResource(dg.ConfigurableResource):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 COLUMNS = (
@@ -29,6 +30,9 @@ COLUMNS = (
     "liger_version",
 )
 BOM = "\ufeff"
+# A longer row is quarantined unparsed: upstream rows are a few hundred characters, and a
+# megabyte field would otherwise reach the JSON parser, the dimensions and every view.
+MAX_ROW_CHARS = 64 * 1024
 _LINE = re.compile(r"(\r\n|\n|\r)")
 
 
@@ -53,7 +57,13 @@ class CsvFile:
 
     def fields(self, record: Record) -> list[str]:
         """The record's fields in the canonical column order (files may reorder columns)."""
-        raw = next(csv.reader([record.text], strict=True))
+        if len(record.text) > MAX_ROW_CHARS:
+            size = len(record.text)
+            raise ValueError(f"row is {size} characters, over the {MAX_ROW_CHARS}-character cap")
+        try:
+            raw = next(csv.reader([record.text], strict=True))
+        except csv.Error as exc:
+            raise ValueError(f"malformed CSV row: {exc}") from None
         if len(raw) != len(COLUMNS):
             raise ValueError(f"expected {len(COLUMNS)} fields, found {len(raw)}")
         return [raw[i] for i in self.positions]
@@ -75,31 +85,52 @@ def _decode(data: bytes, where: str) -> str:
         ) from None
 
 
-def _physical_records(text: str) -> list[tuple[int, str, str]]:
-    """(line number, record text, suffix) per record, blank lines folded into suffixes."""
+def _lines(text: str) -> list[tuple[str, str]]:
+    """(content, terminator) per physical line; the last line's terminator may be empty."""
     pieces = _LINE.split(text)
+    ends = [*pieces[1::2], ""]
+    return list(zip(pieces[0::2], ends, strict=True))
+
+
+def _physical_records(text: str, where: str) -> list[tuple[int, str, str]]:
+    """(line number, record text, suffix) per record, blank lines folded into suffixes.
+
+    The csv module itself decides where each record ends (it reads one physical line at a
+    time and we count them), so the split agrees with any standard CSV reader, including the
+    independent recount of the audits: a stray quote inside an unquoted field is text, not
+    the start of a multi-line field.
+    """
+    lines = _lines(text)
+    consumed = 0
+
+    def feed() -> Iterator[str]:
+        nonlocal consumed
+        for content, end in lines:
+            consumed += 1
+            yield content + end
+
     out: list[tuple[int, str, str]] = []
-    line, pending, start = 1, None, 1
-    for i in range(0, len(pieces), 2):
-        content = pieces[i]
-        end = pieces[i + 1] if i + 1 < len(pieces) else ""
-        if pending is not None:
-            pending += content
-        elif content == "" and out:
-            out[-1] = (out[-1][0], out[-1][1], out[-1][2] + end)
-            line += 1
-            continue
-        else:
-            pending, start = content, line
-        if pending.count('"') % 2 == 0:
-            out.append((start, pending, end))
-            pending = None
-        else:
-            pending += end
-        line += 1
-    if pending is not None:
-        out.append((start, pending, ""))
+    start = 0
+    _allow_fields_of(len(text))
+    try:
+        for row in csv.reader(feed()):
+            chunk = lines[start:consumed]
+            body = "".join(c + e for c, e in chunk[:-1]) + chunk[-1][0]
+            if not row and out:
+                out[-1] = (out[-1][0], out[-1][1], out[-1][2] + body + chunk[-1][1])
+            else:
+                out.append((start + 1, body, chunk[-1][1]))
+            start = consumed
+    except csv.Error as exc:
+        raise FileRejected(f"{where}, line {start + 1}: not CSV ({exc})") from None
     return out
+
+
+def _allow_fields_of(size: int) -> None:
+    """Let the csv module read fields as long as the file (its default stops at 128 KiB); the
+    download cap bounds the file, and ``MAX_ROW_CHARS`` bounds what a row may hold."""
+    if csv.field_size_limit() < size + 1:
+        csv.field_size_limit(size + 1)
 
 
 def _positions(header: str, where: str) -> tuple[int, ...]:
@@ -126,7 +157,7 @@ def split_csv(data: bytes, where: str) -> CsvFile:
     text = _decode(data, where)
     if not text.strip():
         raise FileRejected(f"{where}, line 1: empty file, not a Liger CSV")
-    physical = _physical_records(text)
+    physical = _physical_records(text, where)
     _, header, header_suffix = physical[0]
     positions = _positions(header, where)
     records = [

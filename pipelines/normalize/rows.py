@@ -6,9 +6,12 @@ A row that fails validation is quarantined with the reason; nothing in it is gue
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import lru_cache
 
+from pipelines.normalize.csvfile import COLUMNS as COLUMN_NAMES
 from pipelines.versions import parse_version
 from pipelines.workload import parse_config
 
@@ -24,6 +27,11 @@ BACKEND_BY_STEM = {
     "all_benchmark_data_cutile": "cutile",
 }
 BACKEND_BY_PROVIDER_SUFFIX = {"_triton": "triton", "_cutedsl": "cutedsl", "_cutile": "cutile"}
+
+
+# C0 controls and DEL, except tab and the line breaks a quoted JSON config may hold.
+CONTROL_CHARACTERS = r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]"
+_CONTROL = re.compile(CONTROL_CHARACTERS)
 
 
 class RowRejected(ValueError):
@@ -62,22 +70,47 @@ def _number(name: str, text: str) -> float:
     return value
 
 
-def _timestamp(text: str, now: datetime) -> datetime:
+# Rows of one benchmark share their timestamp, config and version text: parsing each distinct
+# text once takes strptime and json.loads off the per-row path. Cached configs are shared
+# between rows, so nothing may modify a Row's config.
+@lru_cache(maxsize=4096)
+def _parse_timestamp(text: str) -> datetime | None:
     for fmt in TIMESTAMP_FORMATS:
         try:
-            value = datetime.strptime(text, fmt)
+            return datetime.strptime(text, fmt)
         except ValueError:
             continue
-        if value > now + FUTURE_SLACK:
-            raise RowRejected(f"timestamp is in the future: {text!r}")
-        return value
-    raise RowRejected(f"timestamp is not a date and time: {text[:40]!r}")
+    return None
+
+
+_parse_config = lru_cache(maxsize=4096)(parse_config)
+
+
+@lru_cache(maxsize=1024)
+def _is_version(text: str) -> bool:
+    return parse_version(text) is not None
+
+
+def _timestamp(text: str, now: datetime) -> datetime:
+    value = _parse_timestamp(text)
+    if value is None:
+        raise RowRejected(f"timestamp is not a date and time: {text[:40]!r}")
+    if value > now + FUTURE_SLACK:
+        raise RowRejected(f"timestamp is in the future: {text!r}")
+    return value
 
 
 def _required(names: tuple[str, ...], fields: list[str]) -> None:
     for name, value in zip(names, fields, strict=False):
         if not value.strip():
             raise RowRejected(f"{name} is empty")
+
+
+def _printable(fields: list[str]) -> None:
+    # Names end up in file names, URLs and terminals; a NUL or an escape there is never data.
+    for name, value in zip(COLUMN_NAMES, fields, strict=False):
+        if bad := _CONTROL.search(value):
+            raise RowRejected(f"{name} holds a control character ({ord(bad.group()):#04x})")
 
 
 def parse_row(fields: list[str], now: datetime | None = None) -> Row:
@@ -88,6 +121,7 @@ def parse_row(fields: list[str], now: datetime | None = None) -> Row:
         ("kernel_name", "kernel_provider", "kernel_operation_mode", "metric_name", "metric_unit"),
         fields,
     )
+    _printable(fields)
     p50, p20, p80 = (
         _number(n, t)
         for n, t in zip(("y_value_50", "y_value_20", "y_value_80"), fields[8:11], strict=True)
@@ -96,12 +130,12 @@ def parse_row(fields: list[str], now: datetime | None = None) -> Row:
         raise RowRejected(f"quantiles out of order: p20={p20} p50={p50} p80={p80}")
     config_text, gpu_name, stamp, version = fields[11:15]
     try:
-        config = parse_config(config_text)
+        config = _parse_config(config_text)
     except ValueError as exc:
         raise RowRejected(f"extra_benchmark_config_str: {exc}") from None
     if not gpu_name.strip():
         raise RowRejected("gpu_name is empty")
-    if parse_version(version) is None:
+    if not _is_version(version):
         raise RowRejected(f"liger_version is not a version: {version[:40]!r}")
     observed = _timestamp(stamp, now)
     return Row(

@@ -15,6 +15,7 @@ import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
 from pipelines.failpoints import failpoint
+from pipelines.store.objectstore import storage_options as default_storage_options
 
 
 class Storage:
@@ -25,6 +26,8 @@ class Storage:
         self.is_local = "://" not in root or root.startswith("file://")
         if self.is_local:
             root = str(Path(root.removeprefix("file://")).expanduser().resolve())
+        elif storage_options is None:
+            storage_options = default_storage_options(root)
         self.fs, self.root = fsspec.core.url_to_fs(root, **(storage_options or {}))
         self.root = self.root.rstrip("/")
         self.url = root.rstrip("/")

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import httpx
 from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt
 
+from pipelines.failpoints import failpoint
 from pipelines.store.storage import Storage
 
 RETRY_STATUSES = {408, 500, 502, 503, 504}
@@ -71,7 +72,10 @@ class ConditionalCache:
         return json.loads(self.storage.read_text(key)) if self.storage.exists(key) else None
 
     def put(self, url: str, etag: str, body: bytes, link: str | None) -> None:
-        entry = {"url": url, "etag": etag, "body": body.decode("utf-8"), "link": link}
+        try:
+            entry = {"url": url, "etag": etag, "body": body.decode("utf-8"), "link": link}
+        except UnicodeDecodeError:
+            return  # not text: simply not cached, fetched whole next time
         self.storage.write_text(self._key(url), json.dumps(entry))
 
 
@@ -138,7 +142,8 @@ class HttpClient:
             ) as resp:
                 return self._read(resp, url, what, conditional)
         except httpx.TooManyRedirects:
-            raise UpstreamError(f"{what}: too many redirects from {url}") from None
+            # A CDN caught in a loop recovers like a 5xx does; the retries stay bounded.
+            raise _Transient(f"more than {self.policy.max_redirects} redirects") from None
         except (httpx.TransportError, httpx.DecodingError) as exc:
             raise _Transient(f"{type(exc).__name__}: {exc}") from None
 
@@ -150,6 +155,8 @@ class HttpClient:
             return None
         self._raise_for_status(resp, url, what)
         body = self._capped_body(resp, url, what)
+        if _looks_like_html(resp.headers.get("Content-Type", ""), body):
+            raise _Transient(f"HTTP {status} sent an HTML page, not the file")
         self.bytes_downloaded += len(body)
         link = resp.headers.get("Link")
         if conditional and self.cache and (etag := resp.headers.get("ETag")):
@@ -160,8 +167,9 @@ class HttpClient:
         status = resp.status_code
         if status in RETRY_STATUSES:
             raise _Transient(f"HTTP {status}")
-        if status in (403, 429) and (wait := self._rate_limit_wait(resp)) is not None:
-            if wait > self.policy.max_wait:
+        wait = self._rate_limit_wait(resp) if status in (403, 429) else None
+        if wait is not None or status == 429:
+            if wait is not None and wait > self.policy.max_wait:
                 raise UpstreamError(
                     f"{what}: rate limited by {url} for {wait:.0f}s more "
                     f"(longer than the {self.policy.max_wait:.0f}s this refresh waits); "
@@ -186,7 +194,8 @@ class HttpClient:
                 return max(0.0, float(reset) - time.time())
             except ValueError:
                 return None
-        return None if resp.status_code == 403 else 0.0
+        # A 429 without a hint backs off exponentially; a plain 403 is a refusal.
+        return None
 
     def _capped_body(self, resp: httpx.Response, url: str, what: str) -> bytes:
         cap = self.policy.max_bytes
@@ -194,8 +203,10 @@ class HttpClient:
         if declared and declared.isdigit() and int(declared) > cap:
             raise UpstreamError(f"{what}: {url} declares {declared} bytes, over the {cap}-byte cap")
         body = bytearray()
-        for chunk in resp.iter_bytes():
+        for n, chunk in enumerate(resp.iter_bytes()):
             body += chunk
+            if n == 0:
+                failpoint("downloading")  # part of the body received, the rest still to come
             if len(body) > cap:
                 raise UpstreamError(f"{what}: {url} sent more than the {cap}-byte cap")
         return bytes(body)
@@ -207,3 +218,10 @@ class HttpClient:
             return min(hint, self.policy.max_wait)
         backoff = self.policy.backoff_base * 2 ** (state.attempt_number - 1)
         return min(backoff, self.policy.backoff_max)
+
+
+def _looks_like_html(content_type: str, body: bytes) -> bool:
+    """GitHub serves CSV as text/plain and JSON as application/json. An HTML page in their
+    place is an error page (an outage, a proxy, a captive portal), never upstream's data."""
+    head = body[:256].lstrip().lower()
+    return "text/html" in content_type.lower() or head.startswith((b"<!doctype html", b"<html"))

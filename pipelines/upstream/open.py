@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,7 +36,9 @@ def open_upstream(settings: UpstreamSettings, state: Storage) -> Upstream:
     spec = settings.upstream
     if spec.startswith(GITHUB_PREFIX):
         repo = spec.removeprefix(GITHUB_PREFIX)
-        if not re.fullmatch(r"[A-Za-z0-9_.\-]+/[A-Za-z0-9_.\-]+", repo):
+        names = repo.split("/")
+        # "." and ".." pass the character class but would walk the API's URL paths.
+        if not re.fullmatch(r"[A-Za-z0-9_.\-]+/[A-Za-z0-9_.\-]+", repo) or {".", ".."} & set(names):
             raise UpstreamError(f"upstream {spec!r}: expected github:OWNER/REPO")
         for base in (settings.api_base, settings.raw_base):
             if not base.startswith(("http://", "https://")):
@@ -50,3 +53,20 @@ def open_upstream(settings: UpstreamSettings, state: Storage) -> Upstream:
     if not root.is_dir():
         raise UpstreamError(f"upstream {spec!r}: no such directory")
     return MirrorUpstream(root.resolve(), settings.paths, settings.policy.max_bytes)
+
+
+def settings_from_env() -> UpstreamSettings:
+    """The settings the ``upstream`` resource reads, for code that runs outside Dagster."""
+    policy = HttpPolicy(
+        timeout=float(os.getenv("LIGER_WAREHOUSE_TIMEOUT_SECONDS", "30")),
+        max_attempts=int(os.getenv("LIGER_WAREHOUSE_MAX_ATTEMPTS", "5")),
+        backoff_base=float(os.getenv("LIGER_WAREHOUSE_BACKOFF_SECONDS", "1")),
+        max_bytes=int(os.getenv("LIGER_WAREHOUSE_MAX_DOWNLOAD_MB", "256")) * 1024 * 1024,
+    )
+    return UpstreamSettings(
+        os.getenv("LIGER_WAREHOUSE_UPSTREAM", DEFAULT_UPSTREAM),
+        os.getenv("LIGER_WAREHOUSE_GITHUB_API", DEFAULT_API_BASE),
+        os.getenv("LIGER_WAREHOUSE_GITHUB_RAW", DEFAULT_RAW_BASE),
+        os.getenv("GITHUB_TOKEN") or None,
+        policy=policy,
+    )

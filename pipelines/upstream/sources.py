@@ -9,10 +9,11 @@ from __future__ import annotations
 import json
 import logging
 import re
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from pipelines.store.raw import bounded_gunzip
 from pipelines.upstream.http import HttpClient, UpstreamError
@@ -61,6 +62,37 @@ def _parse_runs(text: str, problems: list[str]) -> list[RevisionRef]:
     return refs
 
 
+def _text(body: bytes) -> str:
+    # A non-UTF-8 byte spoils its line only: that line fails the run-name check and is skipped.
+    return body.decode("utf-8", errors="replace")
+
+
+def _golden(body: bytes | None, problems: list[str]) -> bytes | None:
+    """``body`` when it is a golden-commits object; else None (the last one is kept) and why."""
+    if body is None:
+        return None
+    try:
+        data = json.loads(body)
+        runs = data.get("golden_commits") or {}
+        valid = isinstance(runs, dict) and all(
+            isinstance(k, str) and isinstance(v, str) for k, v in runs.items()
+        )
+    except (ValueError, AttributeError):
+        valid = False
+    if not valid:
+        problems.append(f"{GOLDEN_PATH}: not a golden-commits object; the last one is kept")
+        return None
+    return body
+
+
+def _same_origin(url: str | None, base: str, path: str) -> str | None:
+    """``url`` if it is on the API's own host: the token goes with every request, so a page
+    that links elsewhere must not lead the client (and the token) off to another host."""
+    if url is None or urlsplit(url)[:2] == urlsplit(base)[:2]:
+        return url
+    raise UpstreamError(f"list of commits for {path}: refusing a next page on another host: {url}")
+
+
 def _commit_refs(path: str, commits: list[dict]) -> list[RevisionRef]:
     """GitHub lists newest first; the warehouse numbers revisions oldest first."""
     refs = []
@@ -105,9 +137,9 @@ class GitHubUpstream:
             listing.revisions += _commit_refs(check_path(path), self._list_commits(path))
         runs = self.http.get(self._raw(GH_PAGES, RUNS_PATH), what=RUNS_PATH, conditional=True)
         if runs is not None:
-            listing.revisions += _parse_runs(runs.body.decode("utf-8"), listing.problems)
+            listing.revisions += _parse_runs(_text(runs.body), listing.problems)
         golden = self.http.get(self._raw(GH_PAGES, GOLDEN_PATH), what=GOLDEN_PATH, conditional=True)
-        listing.golden_commits = golden.body if golden else None
+        listing.golden_commits = _golden(golden.body if golden else None, listing.problems)
         listing.requests, listing.bytes_downloaded = self.http.requests, self.http.bytes_downloaded
         return listing
 
@@ -132,7 +164,7 @@ class GitHubUpstream:
                 raise UpstreamError(
                     f"list of commits for {path}: {url} is not JSON ({exc})"
                 ) from None
-            url = page.next_url
+            url = _same_origin(page.next_url, self.api_base, path)
         return commits
 
     def _raw(self, ref: str, path: str) -> str:
@@ -161,7 +193,10 @@ class MirrorUpstream:
         path = self.root / rel
         if not path.is_file():
             return None
-        return bounded_gunzip(path.read_bytes(), self.max_bytes, f"{what} ({path})")
+        try:
+            return bounded_gunzip(path.read_bytes(), self.max_bytes, f"{what}: {path}")
+        except (OSError, EOFError, zlib.error) as exc:
+            raise UpstreamError(f"{what}: {path} is not a whole gzip file ({exc})") from None
 
     def list(self) -> UpstreamListing:
         listing = UpstreamListing()
@@ -172,9 +207,11 @@ class MirrorUpstream:
             listing.revisions += _commit_refs(path, commits)
         runs_file = self.root / "gh-pages" / RUNS_PATH
         if runs_file.is_file():
-            listing.revisions += _parse_runs(runs_file.read_text(), listing.problems)
+            listing.revisions += _parse_runs(_text(runs_file.read_bytes()), listing.problems)
         golden = self.root / "gh-pages" / GOLDEN_PATH
-        listing.golden_commits = golden.read_bytes() if golden.is_file() else None
+        listing.golden_commits = _golden(
+            golden.read_bytes() if golden.is_file() else None, listing.problems
+        )
         return listing
 
     def fetch(self, ref: RevisionRef) -> bytes:

@@ -1,12 +1,31 @@
 """Upstream: list every revision upstream publishes and store the new ones as raw snapshots."""
 
 from dataclasses import dataclass
+from datetime import timedelta
 
 import dagster as dg
 
 from pipelines.defs.resources import UpstreamResource, WarehouseResource
 from pipelines.fetch import fetch_revisions
 from pipelines.upstream.model import UpstreamListing
+
+# This asset materializes on every refresh, even when upstream holds nothing new (the tables
+# and the publish are skipped then), so its age is the time since the warehouse last refreshed.
+REFRESH_FRESHNESS = dg.FreshnessPolicy.time_window(
+    fail_window=timedelta(hours=72), warn_window=timedelta(hours=36)
+)
+
+LISTING_SCHEMA = dg.TableSchema(
+    columns=[
+        dg.TableColumn("source", "string", description="main or gh-pages"),
+        dg.TableColumn("path", "string", description="the CSV path in the upstream repository"),
+        dg.TableColumn("run", "string", description="the gh-pages run, null on main"),
+        dg.TableColumn("commit", "string", description="the commit (main) or run name (gh-pages)"),
+        dg.TableColumn("committed_at", "string"),
+        dg.TableColumn("html_url", "string", description="the commit on GitHub"),
+        dg.TableColumn("raw_snapshot", "string", description="content-addressed gzipped CSV"),
+    ]
+)
 
 
 @dataclass
@@ -18,7 +37,7 @@ class FetchedUpstream:
     failures: list[str]
 
 
-@dg.asset(group_name="upstream", kinds={"python"})
+@dg.asset(group_name="upstream", kinds={"github", "csv"}, freshness_policy=REFRESH_FRESHNESS)
 def upstream_snapshots(
     context: dg.AssetExecutionContext, warehouse: WarehouseResource, upstream: UpstreamResource
 ) -> dg.Output[FetchedUpstream]:
@@ -27,6 +46,7 @@ def upstream_snapshots(
 
     Only revisions the warehouse has not stored are downloaded; listings use conditional
     requests. Each file is kept as an immutable, content-addressed, gzipped raw snapshot.
+    Materializes on every refresh: its freshness policy warns after 36 hours without one.
     """
     storage = warehouse.storage()
     source = upstream.open(storage)
@@ -46,6 +66,8 @@ def upstream_snapshots(
     return dg.Output(
         FetchedUpstream(listing, fetched.contents, fetched.failures),
         metadata={
+            "dagster/row_count": len(listing.revisions),
+            "dagster/column_schema": LISTING_SCHEMA,
             "upstream": source.describe(),
             "revisions_listed": len(listing.revisions),
             "revisions_downloaded": len(fetched.downloaded),

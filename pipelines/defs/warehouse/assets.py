@@ -6,11 +6,14 @@ checks audit it, and only then ``published_generation`` switches readers over to
 
 import dagster as dg
 
-from pipelines.defs.resources import WarehouseResource
+from pipelines.column_docs import column_description
+from pipelines.database import rebuild_if_stale
+from pipelines.defs.resources import UpstreamResource, WarehouseResource
 from pipelines.defs.upstream.assets import FetchedUpstream
 from pipelines.ingest import GenerationBuilder
+from pipelines.refresh_summary import repository_url, revisions_markdown
 from pipelines.store.generations import Generation
-from pipelines.tables import DESCRIPTIONS, SCHEMAS
+from pipelines.tables import DESCRIPTIONS, INGESTED, SCHEMAS
 
 GROUP = "warehouse"
 
@@ -26,12 +29,17 @@ def _table_specs() -> list[dg.AssetSpec]:
             deps=["upstream_snapshots"],
             skippable=True,
         )
-        for name in SCHEMAS
+        for name in INGESTED
     ]
 
 
 def column_schema(table: str) -> dg.TableSchema:
-    return dg.TableSchema(columns=[dg.TableColumn(f.name, str(f.type)) for f in SCHEMAS[table]])
+    return dg.TableSchema(
+        columns=[
+            dg.TableColumn(f.name, str(f.type), description=column_description(table, f.name))
+            for f in SCHEMAS[table]
+        ]
+    )
 
 
 def _table_results(
@@ -39,8 +47,10 @@ def _table_results(
 ) -> list[dg.MaterializeResult]:
     """One materialization per table: each is a new version, even when all its parts are reused."""
     results = []
-    for table in SCHEMAS:
-        new_parts = [p for p in gen.parts(table) if p not in prior.parts(table)]
+    for table in INGESTED:
+        # A set: a long history has thousands of parts, and a list scan per part is quadratic.
+        prior_files = {p.file for p in prior.parts(table)}
+        new_parts = [p for p in gen.parts(table) if p.file not in prior_files]
         metadata = {
             "dagster/row_count": gen.rows(table),
             "dagster/column_schema": column_schema(table),
@@ -53,18 +63,17 @@ def _table_results(
     return results
 
 
-def _revisions_table(summary: dict) -> dg.MetadataValue:
-    lines = ["| revision | rows | new results | quarantined |", "|---|---:|---:|---:|"]
-    for r in summary["revisions"][:200]:
-        name = f"[{r['revision']}]({r['html_url']})" if r.get("html_url") else r["revision"]
-        lines.append(f"| {name} | {r['rows']} | {r['new_results']} | {r['quarantined']} |")
-    return dg.MetadataValue.md("\n".join(lines))
+def revisions_metadata(summary: dict, upstream: UpstreamResource) -> dg.MetadataValue:
+    """The revisions a refresh ingested, each linked to its commit on GitHub."""
+    repo = repository_url(upstream.upstream)
+    return dg.MetadataValue.md(revisions_markdown(summary.get("revisions", []), repo))
 
 
 @dg.multi_asset(specs=_table_specs(), ins={"upstream_snapshots": dg.AssetIn()}, can_subset=False)
 def warehouse_tables(
     context: dg.AssetExecutionContext,
     warehouse: WarehouseResource,
+    upstream: UpstreamResource,
     upstream_snapshots: FetchedUpstream,
 ):
     """Normalize every new upstream revision into the digest-linked star schema and stage it as
@@ -79,6 +88,8 @@ def warehouse_tables(
         context.log.warning(message)
     if gen is None:
         context.log.info("upstream holds nothing new: no generation staged")
+        if rebuild_if_stale(gens, warehouse.database_path()) is not None:
+            context.log.warning("liger.duckdb showed an older generation than CURRENT: views rebuilt")
         return
     warehouse.ledger().record(context.run.run_id, gen.id)
     extra = {
@@ -89,7 +100,7 @@ def warehouse_tables(
         },
         "fact_revision_member": {
             "revisions_ingested": len(summary.revisions),
-            "revisions": _revisions_table(gen.summary),
+            "revisions": revisions_metadata(gen.summary, upstream),
         },
     }
     yield from _table_results(gen, builder.prior, extra)

@@ -2,16 +2,31 @@
 
 import dagster as dg
 
-from pipelines.defs.resources import WarehouseResource
+from pipelines.defs.resources import UpstreamResource, WarehouseResource
+from pipelines.defs.warehouse.assets import revisions_metadata
 from pipelines.tables import SCHEMAS
+
+# A generation is its manifest: one row per Parquet part of each table.
+MANIFEST_SCHEMA = dg.TableSchema(
+    columns=[
+        dg.TableColumn("table", "string", description="the warehouse table"),
+        dg.TableColumn("key", "string", description="what the part holds: a source, a revision digest or all"),
+        dg.TableColumn("file", "string", description="the immutable Parquet file, relative to the warehouse root"),
+        dg.TableColumn("rows", "int64"),
+    ]
+)
 
 
 @dg.asset(group_name="warehouse", kinds={"parquet"}, deps=list(SCHEMAS))
 def published_generation(
-    context: dg.AssetExecutionContext, warehouse: WarehouseResource
+    context: dg.AssetExecutionContext, warehouse: WarehouseResource, upstream: UpstreamResource
 ) -> dg.MaterializeResult:
     """The generation readers see. Switched atomically (one pointer write) after the blocking
-    audits pass, and only if nobody published since this run's generation was built."""
+    audits pass, and only if nobody published since this run's generation was built.
+
+    Its metadata is the refresh at a glance: the results added, restated and removed, and the
+    upstream revisions ingested, each linked to its commit, and the rows of every table. Its row
+    count and columns are those of its manifest: one row per Parquet part."""
     gens = warehouse.generations()
     gen_id = warehouse.ledger().staged(context.run.run_id)
     if gen_id is None:
@@ -21,9 +36,12 @@ def published_generation(
     summary = gen.summary
     return dg.MaterializeResult(
         metadata={
+            "dagster/row_count": sum(len(parts) for parts in gen.tables.values()),
+            "dagster/column_schema": MANIFEST_SCHEMA,
             "generation": gen.id,
             "parent": gen.parent or "",
             "revisions_ingested": summary.get("revisions_ingested", 0),
+            "revisions": revisions_metadata(summary, upstream),
             "results_added": summary.get("results_added", 0),
             "results_restated": summary.get("results_restated", 0),
             "results_removed": summary.get("results_removed", 0),

@@ -1,0 +1,83 @@
+"""One refresh of the warehouse, run the way ``liger-warehouse refresh`` runs it, timed from inside.
+
+    LIGER_WAREHOUSE_DIR=... LIGER_WAREHOUSE_UPSTREAM=... DAGSTER_HOME=... python -m benchmarks.probe
+
+Prints one JSON line: Dagster's start-up (from process creation until the job is resolved and
+the instance is open: imports, definitions, instance), the job's wall time, each step's start
+and end (epoch seconds, so the caller can place memory samples), the ``upstream_snapshots``
+metadata (requests, content bytes) and whether the run succeeded and published.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import psutil
+
+# As the CLI runs the job: console logs at WARNING only.
+QUIET_LOGS = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+COUNTERS = ("http_requests", "content_bytes_downloaded", "revisions_downloaded", "revisions_listed")
+
+
+def _steps(instance, run_id: str) -> list[dict]:
+    """Start and end of each step, from the run's event log (the events carry the times)."""
+    starts, steps = {}, []
+    for entry in instance.all_logs(run_id):
+        event = entry.dagster_event
+        if event is None:
+            continue
+        kind, key = event.event_type_value, event.step_key
+        if kind == "STEP_START":
+            starts[key] = entry.timestamp
+        elif kind in ("STEP_SUCCESS", "STEP_FAILURE", "STEP_SKIPPED") and key in starts:
+            steps.append({"step": key, "start": starts[key], "end": entry.timestamp, "status": kind})
+    return steps
+
+
+def _upstream_counters(result) -> dict:
+    for event in result.all_events:
+        if event.event_type_value == "ASSET_MATERIALIZATION" and event.asset_key.path == ["upstream_snapshots"]:
+            meta = event.event_specific_data.materialization.metadata
+            return {k: meta[k].value for k in COUNTERS if k in meta}
+    return {}
+
+
+def _published(result) -> bool:
+    return any(
+        e.event_type_value == "ASSET_MATERIALIZATION" and e.asset_key.path == ["published_generation"]
+        for e in result.all_events
+    )
+
+
+def main() -> None:
+    created = psutil.Process().create_time()
+    from pipelines import settings
+
+    settings.ensure_dagster_home()
+    import dagster as dg
+
+    from pipelines.definitions import load
+
+    with dg.DagsterInstance.get() as instance:
+        job = load().resolve_job_def("refresh")
+        ready = time.time()
+        result = job.execute_in_process(instance=instance, raise_on_error=False, run_config=QUIET_LOGS)
+        done = time.time()
+        steps = _steps(instance, result.run_id)
+    failures = [e.step_key for e in result.all_events if e.event_type_value == "STEP_FAILURE"]
+    out = {
+        "ok": result.success,
+        "error": f"failed steps: {failures}" if failures else "",
+        "startup": ready - created,
+        "job": done - ready,
+        "job_start": ready,
+        "steps": steps,
+        "upstream": _upstream_counters(result),
+        "published": _published(result),
+    }
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,210 @@
+"""The benchmark results as Markdown: the machine, the command, one table per scenario and the
+targets of issue 5 with their measured ratios."""
+
+from __future__ import annotations
+
+from benchmarks.stats import Summary, ratio, summarize
+
+GIB = 2**30
+MIB = 2**20
+THROUGHPUT_TARGET = 0.5
+INCREMENTAL_TARGET = 1.5
+MEMORY_TARGET = 3 * GIB
+VIEW_TARGET = 10.0
+
+
+def _s(x: Summary, unit: str = "s", scale: float = 1.0, digits: int = 2) -> str:
+    if not x.n:
+        return "-"
+    med, lo, hi = x.median / scale, x.low / scale, x.high / scale
+    if x.n == 1:
+        return f"{med:.{digits}f} {unit}"
+    return f"{med:.{digits}f} {unit} ({lo:.{digits}f}-{hi:.{digits}f})"
+
+
+def _n(value: float) -> str:
+    return f"{value:,.0f}"
+
+
+def _verdict(ok: bool | None) -> str:
+    return "-" if ok is None else ("met" if ok else "**missed**")
+
+
+def machine_section(machine: dict, command: str) -> list[str]:
+    m = machine
+    return [
+        f"Measured {m['date']} on {m['cpu']} ({m['cores']} cores), {m['ram_gib']:.0f} GiB RAM, {m['os']}; "
+        f"Python {m['python']}, DuckDB {m['duckdb']}, Polars {m['polars']}, PyArrow {m['pyarrow']}, "
+        f"Dagster {m['dagster']}.",
+        "",
+        f"Load average (1 min) at start {m['load_start']:.2f}, at end {m['load_end']:.2f}"
+        + (f" — {m['note']}" if m.get("note") else "")
+        + ".",
+        "",
+        "Reproduce with:",
+        "",
+        "```bash",
+        command,
+        "```",
+        "",
+        "Every number is the median of the repeats, with the range (min-max) in brackets.",
+    ]
+
+
+def _builds(size: dict) -> list[dict]:
+    return [r["build"] for r in size["runs"] if r["build"]["ok"]]
+
+
+def full_build_rows(sizes: list[dict]) -> tuple[list[str], list[dict]]:
+    lines = [
+        "| results | input rows | revisions | refresh job | results/s | DuckDB COPY (raw limit) | rows/s raw "
+        "| ratio (COPY time / job time) | peak RSS (tree) | Dagster start-up |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    targets = []
+    for size in sizes:
+        builds, raws = _builds(size), [r["raw"] for r in size["runs"] if r["raw"].get("ok")]
+        failed = [r["build"]["error"] for r in size["runs"] if not r["build"]["ok"]]
+        rows = size["mirror"]["rows"]
+        job, copy = summarize([b["job"] for b in builds]), summarize([r["seconds"] for r in raws])
+        results = builds[-1]["results"] if builds else size["mirror"]["results"]
+        rss = summarize([b["peak_rss"] for b in builds])
+        startup = summarize([b["startup"] for b in builds])
+        r = ratio(copy.median, job.median)
+        status = f" — failed: {failed[0]}" if failed else ""
+        lines.append(
+            f"| {_n(results)}{status} | {_n(rows)} | {size['revisions']} | {_s(job)} | "
+            f"{_n(ratio(results, job.median)) if job.n else '-'} | {_s(copy)} | "
+            f"{_n(ratio(rows, copy.median)) if copy.n else '-'} | {r:.2f}x | {_s(rss, 'GiB', GIB)} | {_s(startup)} |"
+        )
+        target = size["target_results"]
+        if target >= 10**6:
+            targets.append({"target": f"full build at {target:.0e} >= {THROUGHPUT_TARGET}x raw limit",
+                            "measured": f"{r:.2f}x", "ok": (r >= THROUGHPUT_TARGET) if job.n else None})
+        if target >= 10**7:
+            ok = (rss.median <= MEMORY_TARGET) if rss.n else None
+            targets.append({"target": "peak RSS at 1e7 <= 3 GiB", "measured": _s(rss, "GiB", GIB), "ok": ok})
+    return lines, targets
+
+
+def step_rows(records: list[dict], label: str) -> list[str]:
+    """Median seconds and peak RSS per step of the job, over ``records`` (successful refreshes)."""
+    names: list[str] = []
+    for rec in records:
+        names += [s["step"] for s in rec["steps"] if s["step"] not in names]
+    cells = []
+    for name in names:
+        secs = summarize([s["seconds"] for rec in records for s in rec["steps"] if s["step"] == name])
+        rss = summarize([s["peak_rss"] for rec in records for s in rec["steps"] if s["step"] == name])
+        cells.append(f"{name} {secs.median:.2f} s / {rss.median / GIB:.2f} GiB")
+    return [f"| {label} | " + "<br>".join(cells) + " |"]
+
+
+def incremental_rows(histories: list[dict]) -> tuple[list[str], list[dict]]:
+    lines = [
+        "| history (revisions) | results in history | refresh job, 1 new run | ratio to the smallest history "
+        "| Parquet written | peak RSS | wall incl. start-up |",
+        "|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    base, targets = None, []
+    for h in histories:
+        runs = [r for r in h["runs"] if r["ok"]]
+        job = summarize([r["job"] for r in runs])
+        base = base or job.median
+        r = ratio(job.median, base)
+        written = summarize([r["parquet_written"] for r in runs])
+        error = "" if runs else f" — failed: {(h['runs'] or [h['setup']])[0]['error']}"
+        lines.append(
+            f"| {h['history']}{error} | {_n(h['setup']['results'])} | {_s(job)} | {r:.2f}x | "
+            f"{_s(written, 'MiB', MIB)} | {_s(summarize([r['peak_rss'] for r in runs]), 'GiB', GIB)} | "
+            f"{_s(summarize([r['wall'] for r in runs]))} |"
+        )
+        if h is histories[-1] and len(histories) > 1:
+            targets.append({"target": f"incremental at {h['history']} <= {INCREMENTAL_TARGET}x at "
+                            f"{histories[0]['history']} revisions", "measured": f"{r:.2f}x",
+                            "ok": (r <= INCREMENTAL_TARGET) if job.n else None})
+    return lines, targets
+
+
+def no_change_rows(histories: list[dict]) -> tuple[list[str], list[dict]]:
+    lines = [
+        "| history (revisions) | requests (304 Not Modified) | content requests | content bytes "
+        "| Parquet bytes written | job (beyond start-up) | Dagster start-up |",
+        "|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    worst_content, worst_written = 0, 0
+    for h in histories:
+        runs = [r for r in h["no_change"] if not r["warm_up"] and r["ok"]]
+        if not runs:
+            continue
+        content = max(r["content_bytes"] for r in runs)
+        written = max(r["parquet_written"] for r in runs)
+        worst_content, worst_written = max(worst_content, content), max(worst_written, written)
+        req = summarize([r["requests"] for r in runs])
+        not_modified = summarize([r["not_modified"] for r in runs])
+        lines.append(
+            f"| {h['history']} | {req.median:.0f} ({not_modified.median:.0f}) | "
+            f"{max(r['content_requests'] for r in runs)} | {content} | {written} | "
+            f"{_s(summarize([r['job'] for r in runs]))} | {_s(summarize([r['startup'] for r in runs]))} |"
+        )
+    measured = f"{worst_content} content bytes, {worst_written} Parquet bytes"
+    ok = worst_content == 0 and worst_written == 0
+    return lines, [{"target": "no-change refresh: no content downloaded, 0 Parquet bytes written",
+                    "measured": measured, "ok": ok if len(lines) > 2 else None}]
+
+
+def view_rows(views: dict | None) -> tuple[list[str], list[dict]]:
+    if not views or not views.get("ok"):
+        error = (views or {}).get("error", "not run")
+        return [f"Views were not measured: {error}."], []
+    seconds = {name: summarize(v) for name, v in views["seconds"].items()}
+    scan = seconds["scan fact_result"].median
+    lines = ["| query | latency | rows | ratio to the scan |", "|---|---:|---:|---:|"]
+    worst = ("", 0.0)
+    for name, s in seconds.items():
+        r = ratio(s.median, scan)
+        if name != "scan fact_result" and r > worst[1]:
+            worst = (name, r)
+        lines.append(f"| `{name}` | {_s(s, 'ms', 1e-3, 0)} | {_n(views['rows'][name])} | {r:.1f}x |")
+    target = {"target": f"every view <= {VIEW_TARGET:.0f}x the single-pass scan",
+              "measured": f"worst {worst[0]} {worst[1]:.1f}x", "ok": worst[1] <= VIEW_TARGET}
+    return lines, [target]
+
+
+def render(results: dict) -> str:
+    out = ["## Results", ""]
+    out += machine_section(results["machine"], results["command"])
+    targets: list[dict] = []
+    if results["full"]:
+        lines, t = full_build_rows(results["full"])
+        targets += t
+        out += ["", "### Full build", "", "Throughput of `refresh` from an empty warehouse (the job's wall time, "
+                "Dagster start-up excluded) beside DuckDB's `COPY (FROM read_csv([...gz files])) TO '...parquet'` "
+                "over the same gzipped CSV files, measured alternately in the same run. Peak RSS is the whole "
+                "process tree's.", "", *lines, "", "Per step (median seconds / peak RSS during the step):", "",
+                "| results | steps |", "|---:|---|"]
+        for size in results["full"]:
+            builds = _builds(size)
+            if builds:
+                out += step_rows(builds, _n(builds[-1]["results"]))
+    if results["incremental"]:
+        lines, t = incremental_rows(results["incremental"])
+        targets += t
+        out += ["", "### Incremental refresh: one new nightly run", "", *lines, "",
+                "Per step (median seconds / peak RSS during the step):", "", "| history | steps |", "|---:|---|"]
+        for h in results["incremental"]:
+            runs = [r for r in h["runs"] if r["ok"]]
+            if runs:
+                out += step_rows(runs, str(h["history"]))
+        lines, t = no_change_rows(results["incremental"])
+        targets += t
+        out += ["", "### No-change refresh", "", "Upstream served by `tests/fake_github.py` from the same mirror; "
+                "the first refresh of each warehouse through it fills the listing ETag cache and is not counted.",
+                "", *lines]
+    lines, t = view_rows(results.get("views"))
+    targets += t
+    if results.get("views") is not None:
+        out += ["", f"### Query latency at {results.get('views_size', '?')} results", "", *lines]
+    out += ["", "### Targets", "", "| target | measured | |", "|---|---|---|"]
+    out += [f"| {t['target']} | {t['measured']} | {_verdict(t['ok'])} |" for t in targets]
+    return "\n".join(out) + "\n"

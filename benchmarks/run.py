@@ -1,0 +1,126 @@
+"""Run the benchmark suite of issue 5 and write its results into ``docs/PERFORMANCE.md``.
+
+    python -m benchmarks.run --sizes 1e5,1e6,1e7 --incremental 10,100,1000 --repeats 3 \\
+        --out docs/PERFORMANCE.md
+
+Scenarios, each against synthetic mirrors (``pipelines.synthetic``) of nightly runs of
+``--rows-per-revision`` rows:
+
+1. full build throughput at each size (results), beside DuckDB's raw CSV-to-Parquet copy of
+   the same files, and the peak memory of the whole process tree;
+2. incremental refresh with one new nightly run on histories of ``--incremental`` revisions;
+3. no-change refresh of the same warehouses: requests, content bytes, Parquet bytes written;
+4. latency of every view in ``sql/`` and of ``compare_versions`` at the largest size, beside a
+   single-pass scan of ``fact_result``.
+
+The results replace the block between ``<!-- benchmarks:begin -->`` and
+``<!-- benchmarks:end -->`` in ``--out`` (other sections are left alone); the raw measurements go
+to ``--json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shlex
+import shutil
+import sys
+from datetime import UTC, datetime
+from importlib.metadata import version
+from pathlib import Path
+
+import psutil
+
+from benchmarks import report, scenarios
+
+BEGIN, END = "<!-- benchmarks:begin -->", "<!-- benchmarks:end -->"
+
+
+def _ints(text: str) -> list[int]:
+    return [int(float(x)) for x in text.split(",") if x.strip()]
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__.split("\n\n")[0])
+    p.add_argument("--sizes", type=_ints, default=_ints("1e5,1e6,1e7"), help="full-build sizes in results")
+    p.add_argument("--incremental", type=_ints, default=_ints("10,100,1000"), help="history sizes in revisions")
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--rows-per-revision", type=int, default=3000)
+    p.add_argument("--gh-pages-fraction", type=float, default=0.9)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--work", type=Path, default=Path("/tmp/liger-benchmarks"), help="mirrors, warehouses, logs")
+    p.add_argument("--out", type=Path, help="Markdown file to write the results into")
+    p.add_argument("--json", type=Path, help="raw results (default: <work>/results.json)")
+    p.add_argument("--rss-cap-gib", type=float, default=16.0, help="kill a measured process tree above this")
+    p.add_argument("--note", default="", help="said beside the load average, e.g. 'machine quiet'")
+    p.add_argument("--keep", action="store_true", help="keep the full-build warehouses")
+    return p.parse_args(argv)
+
+
+def machine(note: str) -> dict:
+    cpu = platform.processor() or platform.machine()
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.is_file():
+        names = [line.split(":", 1)[1].strip() for line in cpuinfo.read_text().splitlines() if "model name" in line]
+        cpu = names[0] if names else cpu
+    return {
+        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "ram_gib": psutil.virtual_memory().total / 2**30,
+        "os": f"{platform.system()} {platform.release()}",
+        "python": platform.python_version(),
+        **{name: version(name) for name in ("duckdb", "polars", "pyarrow", "dagster")},
+        "load_start": os.getloadavg()[0],
+        "note": note,
+    }
+
+
+def write_markdown(path: Path, block: str) -> None:
+    """Replace the benchmark block of ``path`` (or append one), leaving every other section alone."""
+    text = path.read_text() if path.is_file() else "# Performance\n"
+    block = f"{BEGIN}\n{block}{END}"
+    if BEGIN in text and END in text:
+        head, rest = text.split(BEGIN, 1)
+        text = head + block + rest.split(END, 1)[1]
+    else:
+        text = text.rstrip("\n") + "\n\n" + block + "\n"
+    path.write_text(text)
+
+
+def main(argv: list[str] | None = None) -> dict:
+    args = parse_args(argv)
+    args.work.mkdir(parents=True, exist_ok=True)
+    cap = int(args.rss_cap_gib * 2**30) if args.rss_cap_gib else None
+    b = scenarios.Bench(args.work, args.repeats, args.rows_per_revision, args.gh_pages_fraction, args.seed, cap)
+    results: dict = {"machine": machine(args.note), "command": _command(argv), "full": [], "incremental": []}
+    for size in args.sizes:
+        print(f"full build at {size:,} results", file=sys.stderr)
+        results["full"].append(scenarios.full_build(b, size))
+    if results["full"]:
+        largest = results["full"][-1]
+        print(f"views at {largest['target_results']:,} results", file=sys.stderr)
+        results["views"] = scenarios.views(b, Path(largest["warehouse"]))
+        results["views_size"] = f"{largest['runs'][-1]['build']['results']:,}"
+    if not args.keep:
+        shutil.rmtree(args.work / "warehouses", ignore_errors=True)
+    for history in args.incremental:
+        print(f"incremental refresh on {history} revisions", file=sys.stderr)
+        results["incremental"].append(scenarios.incremental(b, history))
+    results["machine"]["load_end"] = os.getloadavg()[0]
+    (args.json or args.work / "results.json").write_text(json.dumps(results, indent=1, default=str))
+    markdown = report.render(results)
+    if args.out:
+        write_markdown(args.out, markdown)
+    print(markdown)
+    return results
+
+
+def _command(argv: list[str] | None) -> str:
+    return "python -m benchmarks.run " + shlex.join(sys.argv[1:] if argv is None else argv)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,41 @@
+"""The benchmark report: one HTML page per published generation, with PNG renders."""
+
+import base64
+import tempfile
+from pathlib import Path
+
+import dagster as dg
+
+from pipelines.database import connect
+from pipelines.defs.resources import WarehouseResource
+from pipelines.report import build_report
+from pipelines.report.publish import publish_report
+
+
+def _inline_png(name: str, path: Path) -> dg.MetadataValue:
+    """The Dagster UI renders Markdown images with data URIs, so the chart shows in place."""
+    data = base64.b64encode(path.read_bytes()).decode("ascii")
+    return dg.MetadataValue.md(f"![{name}](data:image/png;base64,{data})")
+
+
+@dg.asset(group_name="report", kinds={"duckdb", "report"}, deps=["liger_duckdb"])
+def liger_report(warehouse: WarehouseResource) -> dg.MaterializeResult:
+    """``<warehouse>/reports/<generation>/index.html``: per kernel, p50 across versions for each
+    GPU and provider; Liger's speedup over each baseline across versions; the regressions and
+    change points. Self-contained (Vega, Vega-Lite and vega-embed inlined): it opens offline.
+    The overview charts are attached as PNGs."""
+    storage = warehouse.storage()
+    with connect(storage) as con, tempfile.TemporaryDirectory(prefix="liger-report-") as tmp:
+        report = build_report(con, Path(tmp))
+        keys = publish_report(storage, report)
+        charts = {f"chart/{name}": _inline_png(name, path) for name, path in report.pngs.items()}
+    return dg.MaterializeResult(
+        metadata={
+            "report": dg.MetadataValue.path(storage.uri(keys.pop("index"))),
+            "generation": report.generation,
+            "charts": report.charts,
+            "missing_views": ", ".join(report.missing_views) or "none",
+            **charts,
+            **{f"png/{name}": dg.MetadataValue.path(storage.uri(key)) for name, key in keys.items()},
+        }
+    )

@@ -1,0 +1,187 @@
+"""What the report shows, read from the public views of liger.duckdb (read-only).
+
+Every number comes from a view in ``sql/``: ``version_history`` (one point per series and
+version), ``speedup_history`` (Liger against each baseline in the same run), ``regressions`` and
+``change_points``. This module only narrows and aggregates them to a size a page can hold; what
+a point, a regression or a change point is stays the views' business.
+
+Two aggregation choices keep the page small and honest:
+
+* p50 across versions is shown for one **representative workload** per kernel: the workload
+  (x value and config) measured in the most versions, then on the most GPUs and providers, then
+  the largest x. Raw p50s at different x values are not comparable, so a median over the x sweep
+  would move whenever a version measured a different sweep.
+* A speedup is a ratio, comparable across x, so the speedup per version is the **geometric mean
+  over the whole x sweep** of a kernel (with the min and max kept for the tooltip).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import duckdb
+
+PUBLIC_VIEWS = ("version_history", "speedup_history", "regressions", "change_points")
+TABLE_ROWS = 100
+
+# An implementation as a reader names it: the provider, plus the backend when the provider's
+# name does not already say it (torch on the cuTile file is not torch on Triton).
+IMPLEMENTATION = (
+    "case when backend = 'triton' or ends_with(provider, backend) then provider "
+    "else provider || ' (' || backend || ')' end"
+)
+
+REPRESENTATIVE_SQL = """
+with coverage as (
+    select kernel, workload, x_name, x_value, any_value(config_json) as config_json,
+           count(distinct liger_version) as versions, count(*) as points,
+           max(try_cast(x_value as double)) as x
+    from report_points
+    group by kernel, workload, x_name, x_value
+)
+select kernel, workload, x_name, x_value, config_json, versions
+from coverage
+qualify row_number() over (
+    partition by kernel order by versions desc, points desc, x desc nulls last, workload
+) = 1
+order by kernel
+"""
+
+P50_SQL = f"""
+select h.kernel, h.metric || ' · ' || h.mode || ' (' || h.unit || ')' as measurement, h.metric, h.mode, h.unit, h.gpu,
+       {IMPLEMENTATION} as implementation, h.liger_version as version, h.version_rank,
+       h.p20, h.p50, h.p80, h.version_results as results
+from report_points as h
+join representative as r using (kernel, workload)
+order by h.kernel, measurement, h.gpu, implementation, h.version_rank
+"""
+
+SPEEDUP_SQL = """
+select kernel, gpu, mode, liger_provider, baseline_provider, liger_version as version, version_rank,
+       exp(avg(ln(speedup))) as speedup, min(speedup) as min_speedup, max(speedup) as max_speedup,
+       count(*) as workloads
+from speedup_history
+where metric = 'speed' and speedup > 0
+group by all
+order by kernel, gpu, mode, liger_provider, baseline_provider, version_rank
+"""
+
+# The long workload slug goes last so the numbers stay in view in a narrow window.
+REGRESSION_COLUMNS = (
+    "kernel", "provider", "mode", "metric", "gpu", "base_version", "head_version",
+    "base_p50", "head_p50", "unit", "change", "workload",
+)  # fmt: skip
+REGRESSION_COUNTS_SQL = """
+select head_version as version, any_value(v.version_rank) as version_rank, verdict, count(*) as steps
+from regressions as r
+join dim_version as v on v.liger_version = r.head_version
+where starts_with(provider, 'liger') and verdict in ('regression', 'improvement')
+group by head_version, verdict
+order by version_rank, verdict
+"""
+
+CHANGE_POINT_COLUMNS = (
+    "kernel", "provider", "mode", "metric", "gpu", "prev_run", "run",
+    "before_median", "after_median", "unit", "change", "verdict", "pvalue", "workload",
+)  # fmt: skip
+CHANGE_POINT_COUNTS_SQL = """
+select run, run_seq, verdict, count(*) as change_points
+from change_points
+where starts_with(provider, 'liger')
+group by run, run_seq, verdict
+order by run_seq, verdict
+"""
+
+
+@dataclass
+class Table:
+    """Rows of a table section: the first ``TABLE_ROWS`` and how many there are in all."""
+
+    columns: list[str]
+    rows: list[tuple]
+    total: int
+    query: str
+
+
+@dataclass
+class ReportData:
+    generation: str
+    created_at: str
+    counts: dict[str, int]
+    missing: list[str]
+    representative: list[dict] = field(default_factory=list)
+    p50: list[dict] = field(default_factory=list)
+    speedup: list[dict] = field(default_factory=list)
+    regression_counts: list[dict] = field(default_factory=list)
+    regressions: Table | None = None
+    change_point_counts: list[dict] = field(default_factory=list)
+    change_points: Table | None = None
+
+
+def _dicts(con: duckdb.DuckDBPyConnection, sql: str) -> list[dict]:
+    cursor = con.execute(sql)
+    names = [d[0] for d in cursor.description]
+    return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+
+def _views(con: duckdb.DuckDBPyConnection) -> set[str]:
+    return {r[0] for r in con.execute("select view_name from duckdb_views()").fetchall()}
+
+
+def _table(
+    con: duckdb.DuckDBPyConnection, view: str, where: str, columns: tuple[str, ...], order: str, source: str = ""
+) -> Table:
+    """The first rows of ``view`` (or of ``source``, a query over it) and the query that lists them all."""
+    source = source or view
+    total = con.execute(f"select count(*) from {source} where {where}").fetchone()[0]
+    rows = con.execute(
+        f"select {', '.join(columns)} from {source} where {where} order by {order} limit {TABLE_ROWS}"
+    ).fetchall()
+    return Table(list(columns), rows, total, f"select * from {view} where {where}")
+
+
+def _counts(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
+    row = con.execute(
+        "select count(*), count(distinct series_digest), count(distinct liger_version), "
+        "count(distinct environment_digest) from fact_result"
+    ).fetchone()
+    return dict(zip(("results", "series", "versions", "gpus"), row, strict=True))
+
+
+def load(con: duckdb.DuckDBPyConnection) -> ReportData:
+    """Everything the report draws, from a connection to liger.duckdb."""
+    generation, created_at = con.execute("select generation_id, created_at from warehouse_generation").fetchone()
+    views = _views(con)
+    data = ReportData(generation, created_at, _counts(con), [v for v in PUBLIC_VIEWS if v not in views])
+    if "version_history" in views:
+        # Read the view once: the representative workloads and their points both come from it.
+        con.execute("create or replace temp table report_points as select * from version_history")
+        data.representative = _dicts(con, REPRESENTATIVE_SQL)
+        data.p50 = _dicts(con, f"with representative as ({REPRESENTATIVE_SQL}) {P50_SQL}")
+    if "speedup_history" in views:
+        data.speedup = _dicts(con, SPEEDUP_SQL)
+    liger = "starts_with(provider, 'liger')"
+    if "regressions" in views:
+        data.regression_counts = _dicts(con, REGRESSION_COUNTS_SQL)
+        data.regressions = _table(
+            con,
+            "regressions",
+            f"{liger} and verdict = 'regression'",
+            REGRESSION_COLUMNS,
+            "head_version_rank desc, change desc, kernel",
+            _ranked_regressions(),
+        )
+    if "change_points" in views:
+        data.change_point_counts = _dicts(con, CHANGE_POINT_COUNTS_SQL)
+        data.change_points = _table(
+            con, "change_points", liger, CHANGE_POINT_COLUMNS, "run_seq desc, abs(change) desc, kernel"
+        )
+    return data
+
+
+def _ranked_regressions() -> str:
+    """``regressions`` with the head version's release rank, to list the newest steps first."""
+    return (
+        "(select r.*, v.version_rank as head_version_rank from regressions as r "
+        "join dim_version as v on v.liger_version = r.head_version)"
+    )

@@ -1,0 +1,67 @@
+-- change_points: one row per change point found in a series' gh-pages run history.
+--
+-- Computed by the `fact_change_point` Dagster asset with Apache Otava's e-divisive means
+-- (the `method` column gives the version and parameters) over the points of `run_history`:
+-- series with at least 10 runs. `run` is the first run after the shift (the revision where it
+-- happened), `prev_run` the last one before it; the medians are of p50 over the segments
+-- between neighbouring change points. `verdict` reads the shift like `regressions` does.
+create or replace view change_points as
+with revision as (
+    select revision_digest, coalesce(run, commit) as label, seq
+    from dim_upstream_revision
+),
+series as (
+    select distinct on (series_digest)
+        series_digest, kernel, mode, provider, backend, metric, unit, gpu, architecture,
+        workload, x_name, x_value
+    from results
+    order by series_digest
+),
+at_run as (
+    select series_digest, first_revision_digest as revision_digest, arg_max(liger_version, observed_at) as liger_version
+    from fact_result
+    where source = 'gh-pages'
+    group by all
+)
+select
+    s.series_digest,
+    s.kernel,
+    s.mode,
+    s.provider,
+    s.backend,
+    s.metric,
+    s.unit,
+    s.gpu,
+    s.architecture,
+    s.workload,
+    s.x_name,
+    s.x_value,
+    r.label as run,
+    r.seq as run_seq,
+    prev.label as prev_run,
+    before_version.liger_version as prev_version,
+    after_version.liger_version as liger_version,
+    c.before_median,
+    c.after_median,
+    c.after_median / nullif(c.before_median, 0) as ratio,
+    c.after_median / nullif(c.before_median, 0) - 1 as change,
+    case
+        when lower_is_better(s.unit) is null then 'changed'
+        when (c.after_median > c.before_median) = lower_is_better(s.unit) then 'regression'
+        else 'improvement'
+    end as verdict,
+    c.pvalue,
+    c.point_index,
+    c.points,
+    c.before_points,
+    c.after_points,
+    c.method
+from fact_change_point as c
+join series as s using (series_digest)
+join revision as r on r.revision_digest = c.revision_digest
+join revision as prev on prev.revision_digest = c.previous_revision_digest
+left join at_run as after_version
+    on after_version.series_digest = c.series_digest and after_version.revision_digest = c.revision_digest
+left join at_run as before_version
+    on before_version.series_digest = c.series_digest and before_version.revision_digest = c.previous_revision_digest
+order by s.kernel, s.mode, s.provider, s.metric, s.gpu, s.workload, r.seq;

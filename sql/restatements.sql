@@ -1,0 +1,58 @@
+-- restatements: one row per result that upstream no longer shows, with what replaced it.
+--
+-- `restated_in` is the revision that changed it: the first revision of the same source after
+-- the last one that showed it. The replacement is the result of the same series in that
+-- revision (the most recently observed one, if several); `reason` is 'replaced' when there is
+-- one, 'removed' when that revision dropped the series, and 'withdrawn' when no later revision
+-- exists (upstream stopped listing the source, e.g. a deleted gh-pages run).
+create or replace view restatements as
+with revision as (
+    select revision_digest, source_key, seq, coalesce(run, commit) as label, committed_at
+    from dim_upstream_revision
+),
+gone as (
+    select f.result_digest, f.series_digest, f.source_key, last_seen.seq as last_seq
+    from fact_result as f
+    join revision as last_seen on last_seen.revision_digest = f.last_revision_digest
+    where not f.is_current
+),
+changed_by as (
+    select
+        g.result_digest,
+        arg_min(n.revision_digest, n.seq) as revision_digest
+    from gone as g
+    join revision as n on n.source_key = g.source_key and n.seq > g.last_seq
+    group by g.result_digest
+),
+replacement as (
+    select
+        c.result_digest,
+        arg_max(f.result_digest, f.observed_at) as replacement_digest
+    from changed_by as c
+    join gone as g using (result_digest)
+    join fact_revision_member as m on m.revision_digest = c.revision_digest
+    join fact_result as f on f.result_digest = m.result_digest and f.series_digest = g.series_digest
+    group by c.result_digest
+)
+select
+    r.*,
+    n.label as restated_in,
+    n.committed_at as restated_at,
+    case
+        when rep.replacement_digest is not null then 'replaced'
+        when n.label is not null then 'removed'
+        else 'withdrawn'
+    end as reason,
+    new.p20 as replacement_p20,
+    new.p50 as replacement_p50,
+    new.p80 as replacement_p80,
+    new.p50 / nullif(r.p50, 0) as replacement_ratio,
+    new.liger_version as replacement_version,
+    new.observed_at as replacement_observed_at,
+    new.result_digest as replacement_digest
+from gone as g
+join results as r using (result_digest)
+left join changed_by as c using (result_digest)
+left join revision as n on n.revision_digest = c.revision_digest
+left join replacement as rep using (result_digest)
+left join results as new on new.result_digest = rep.replacement_digest;

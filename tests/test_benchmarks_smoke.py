@@ -1,0 +1,128 @@
+"""The synthetic upstream generator, and a small run of the benchmark suite so its scripts keep
+working (issue 5). The full-size run is ``python -m benchmarks.run`` (docs/PERFORMANCE.md)."""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import itertools
+import json
+from collections import Counter
+from dataclasses import replace
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from benchmarks import run
+from pipelines import checks
+from pipelines.normalize.csvfile import COLUMNS
+from pipelines.store.generations import GenerationStore
+from pipelines.store.storage import Storage
+from pipelines.synthetic import Settings, generate
+from pipelines.synthetic.suite import load_suite
+from tests.conftest import MIRROR
+from tests.recount import recount
+
+SMALL = Settings(revisions=24, rows_per_revision=400, seed=7, gh_pages_fraction=0.75)
+
+
+@pytest.fixture(scope="module")
+def small_mirror(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("synthetic")
+    generate(out, SMALL)
+    return out
+
+
+def _csv_files(mirror: Path) -> list[Path]:
+    return sorted(mirror.glob("raw/*/benchmark/data/*.csv.gz")) + sorted(mirror.glob("gh-pages/benchmarks/*/*.csv.gz"))
+
+
+def _rows(path: Path) -> list[list[str]]:
+    text = gzip.decompress(path.read_bytes()).decode("utf-8")
+    return [r for r in csv.reader(io.StringIO(text, newline="")) if r]
+
+
+def _rewritten(path: Path) -> tuple[bytes, bytes]:
+    """The file, and the file written again from its parsed rows the way pandas writes CSV."""
+    data = gzip.decompress(path.read_bytes())
+    out = io.StringIO(newline="")
+    csv.writer(out, lineterminator="\r\n").writerows(_rows(path))
+    again = out.getvalue().encode("utf-8")
+    # Upstream quirks, kept by the generator at upstream's rate: a trailing blank line, no final EOL.
+    return data.rstrip(b"\r\n"), again.rstrip(b"\r\n")
+
+
+def test_files_are_written_as_upstream_writes_them(small_mirror):
+    files = _csv_files(small_mirror)
+    assert files
+    for path in files:
+        data, again = _rewritten(path)
+        assert data == again, path
+        assert tuple(_rows(path)[0]) == COLUMNS
+        assert b"\r\n" in data and b"\n" not in data.replace(b"\r\n", b"")
+    real = sorted(MIRROR.glob("gh-pages/benchmarks/*/*.csv.gz"))[:3]
+    for path in real:  # the same writer describes the real files
+        assert _rewritten(path)[0] == _rewritten(path)[1]
+
+
+def test_same_seed_same_bytes_and_a_longer_history_extends_a_shorter_one(small_mirror, tmp_path):
+    again = tmp_path / "again"
+    generate(again, replace(SMALL, revisions=SMALL.revisions + 1))
+    for path in _csv_files(small_mirror):
+        assert (again / path.relative_to(small_mirror)).read_bytes() == path.read_bytes()
+    assert len(_csv_files(again)) == len(_csv_files(small_mirror)) + 1
+    other = tmp_path / "other"
+    generate(other, replace(SMALL, seed=8))
+    assert {p.name for p in (other / "raw").iterdir()} != {p.name for p in (small_mirror / "raw").iterdir()}
+
+
+def test_history_looks_like_upstream(small_mirror):
+    suite = load_suite()
+    rows = [r for path in _csv_files(small_mirror) for r in _rows(path)[1:]]
+    assert {r[0] for r in rows} <= {g.kernel for g in suite.groups}
+    assert {(r[1], r[2], r[3], r[4]) for r in rows} <= {(g.provider, g.mode, g.metric, g.unit) for g in suite.groups}
+    assert {r[12] for r in rows} <= set(suite.gpus)
+    assert all(float(r[9]) <= float(r[8]) <= float(r[10]) for r in rows)
+    assert len({r[14] for r in rows}) > 1  # releases advance
+    runs = (small_mirror / "gh-pages/benchmarks/commits.txt").read_text().split()
+    assert len(runs) == 18
+    for name in runs:  # a nightly run is one GPU
+        assert len({r[12] for r in _rows(small_mirror / f"gh-pages/benchmarks/{name}/benchmark.csv.gz")[1:]}) == 1
+    commits = json.loads((small_mirror / "commits/all_benchmark_data.json").read_text())
+    main = "benchmark/data/all_benchmark_data.csv.gz"
+    files = [{tuple(r) for r in _rows(small_mirror / "raw" / c["sha"] / main)[1:]} for c in reversed(commits)]
+    changes = [(len(b - a), len(a - b)) for a, b in itertools.pairwise(files)]
+    assert any(added and removed for added, removed in changes)  # restatements ...
+    assert any(added and not removed for added, removed in changes)  # ... and appends
+
+
+def test_benchmark_suite_runs_end_to_end(tmp_path):
+    """About 10^4 results: the scripts run, the warehouse they build is sound and complete."""
+    out = tmp_path / "PERFORMANCE.md"
+    out.write_text("# Performance\n\n## View latency on the real history\n\nkept as is\n")
+    results = run.main(["--sizes", "1e4", "--incremental", "2,3", "--repeats", "1", "--rows-per-revision", "1000",
+                        "--work", str(tmp_path / "work"), "--out", str(out), "--keep"])
+    full = results["full"][0]
+    build = full["runs"][0]["build"]
+    assert build["ok"], build["error"]
+    assert full["runs"][0]["raw"]["ok"] and full["runs"][0]["raw"]["rows"] == full["mirror"]["rows"]
+    assert build["peak_rss"] > 0 and build["startup"] > 0 and build["steps"]
+    assert all(h["runs"] and all(r["ok"] for r in h["runs"]) for h in results["incremental"])
+    quiet = [r for h in results["incremental"] for r in h["no_change"] if not r["warm_up"]]
+    assert quiet and all(r["content_requests"] == 0 and r["parquet_written"] == 0 for r in quiet)
+    assert results["views"]["ok"] and "compare_versions" in results["views"]["seconds"]
+    text = out.read_text()
+    assert "kept as is" in text and "### Targets" in text and run.BEGIN in text
+
+    mirror = next((tmp_path / "work" / "mirrors").glob(f"r{full['revisions']}-*"))
+    root = Path(full["warehouse"])
+    gens = GenerationStore(Storage(root))
+    assert [o for o in checks.all_checks(gens, gens.current()) if not o.passed] == []
+    expected = recount(mirror)
+    with duckdb.connect(str(root / "liger.duckdb"), read_only=True) as con:
+        per_source = dict(con.execute("select source_key, count(*) from fact_result group by 1").fetchall())
+    assert per_source == dict(expected.per_source)
+    assert sum(per_source.values()) == full["mirror"]["results"] == len(expected.results)
+    assert Counter(per_source).total() > 5000

@@ -1,0 +1,178 @@
+"""Reading the warehouse: the standalone DuckDB CLI, several readers at once, and the
+``liger-warehouse sql | regressions | versions`` commands."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import shutil
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import duckdb
+import pytest
+from typer.testing import CliRunner
+
+from pipelines.cli import app
+from tests import expected
+from tests.conftest import MIRROR
+
+H100 = "NVIDIA H100 80GB HBM3"
+
+
+def duckdb_cli() -> str:
+    """The ``duckdb`` binary of the ``duckdb-cli`` dev dependency, beside this interpreter."""
+    found = shutil.which("duckdb", path=str(Path(sys.executable).parent)) or shutil.which("duckdb")
+    assert found, "the duckdb CLI is missing: pip install -e '.[dev]' installs duckdb-cli"
+    return found
+
+
+@pytest.fixture(scope="module")
+def mirror() -> expected.Mirror:
+    return expected.read_mirror(MIRROR)
+
+
+@pytest.fixture
+def cli(mirror_warehouse, monkeypatch):
+    """Invoke the app against the shared warehouse; the env var is restored afterwards."""
+    monkeypatch.setenv("LIGER_WAREHOUSE_DIR", str(mirror_warehouse.root))
+    runner = CliRunner()
+
+    def invoke(*args: str, stdin: str | None = None):
+        return runner.invoke(app, list(args), input=stdin, catch_exceptions=False)
+
+    return invoke
+
+
+def test_standalone_duckdb_cli_opens_the_database_and_runs_views(mirror_warehouse, mirror, tmp_path):
+    binary = duckdb_cli()
+    version = subprocess.run([binary, "--version"], capture_output=True, text=True, check=True).stdout
+    assert version.startswith("v1."), version  # an older DuckDB than the Python package's 2.x
+    script = """
+        select count(*) as current from current_results;
+        set variable regression_threshold = 0.10;
+        select count(*) filter (where verdict = 'regression') as regressions from compare_versions('0.6.3', '0.7.0');
+    """
+    # From an unrelated working directory: the views' Parquet paths are absolute.
+    done = subprocess.run(
+        [binary, "-readonly", "-csv", str(mirror_warehouse.database)],
+        input=script, capture_output=True, text=True, cwd=tmp_path, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    at_ten = sum(v == "regression" for *_, v in expected.compare(mirror, "0.6.3", "0.7.0", 0.10).values())
+    assert done.stdout.split() == ["current", str(len(mirror.current())), "regressions", str(at_ten)]
+
+
+def test_several_processes_read_at_once(mirror_warehouse):
+    db = str(mirror_warehouse.database)
+    sql = "select count(*) from speedups"
+    python = [
+        sys.executable,
+        "-c",
+        f"import duckdb; print(duckdb.connect({db!r}, read_only=True).execute({sql!r}).fetchall()[0][0])",
+    ]
+    commands = [[duckdb_cli(), "-readonly", "-noheader", "-csv", db, "-c", sql]] * 2 + [python] * 2
+    with duckdb.connect(db, read_only=True) as held:  # and this process keeps one open meanwhile
+        want = held.execute(sql).fetchall()[0][0]
+        running = [subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for c in commands]
+        outputs = [p.communicate(timeout=120) for p in running]
+    assert [p.returncode for p in running] == [0] * len(commands), outputs
+    assert [out.strip() for out, _ in outputs] == [str(want)] * len(commands)
+
+
+def test_sql_runs_one_query(cli, mirror):
+    done = cli("sql", "select count(*) as n from current_results", "--format", "csv")
+    assert done.exit_code == 0
+    assert done.stdout.split() == ["n", str(len(mirror.current()))]
+    table = cli("sql", "select 6 * 7 as answer")
+    assert "answer" in table.stdout and "42" in table.stdout
+
+
+def test_sql_without_a_query_is_an_interactive_prompt(cli):
+    done = cli("sql", stdin="select 6 * 7 as answer\nselect * from no_such_view\nselect 'still here' as s\n")
+    assert done.exit_code == 0
+    assert "42" in done.stdout and "still here" in done.stdout
+    assert "no_such_view" in done.stderr
+
+
+def _expected_rows(mirror, base: str, head: str, threshold: float, verdict: str, gpu: str) -> Counter:
+    """(kernel, mode, provider, metric, gpu, x value, base p50, head p50) of each listed series."""
+    return Counter(
+        (s[0], s[1], s[2], s[4], s[6], s[9], b, h)
+        for s, (b, h, v) in expected.compare(mirror, base, head, threshold).items()
+        if v == verdict and gpu in s[6]
+    )
+
+
+@pytest.mark.parametrize(("threshold", "verdict"), [("5", "regression"), ("10", "improvement")])
+def test_regressions_csv(cli, mirror, threshold, verdict):
+    done = cli("regressions", "--base", "0.6.3", "--head", "0.7.0", "--gpu", "H100",
+               "--threshold", threshold, "--verdict", verdict, "--format", "csv")  # fmt: skip
+    assert done.exit_code == 0, done.stderr
+    rows = list(csv.DictReader(io.StringIO(done.stdout)))
+    got = Counter(
+        (r["kernel"], r["mode"], r["provider"], r["metric"], r["gpu"], r["x_value"], float(r["base_p50"]),
+         float(r["head_p50"]))
+        for r in rows
+    )  # fmt: skip
+    want = _expected_rows(mirror, "0.6.3", "0.7.0", float(threshold) / 100, verdict, "H100")
+    assert want and got == want
+    assert {r["verdict"] for r in rows} == {verdict}
+
+
+def test_regressions_json_for_one_kernel(cli, mirror):
+    done = cli("regressions", "--base", "v0.6.3", "--head", "0.7.0", "--kernel", "rms_norm", "--format", "json")
+    assert done.exit_code == 0
+    records = json.loads(done.stdout)
+    want = {
+        s
+        for s, (_, _, v) in expected.compare(mirror, "0.6.3", "0.7.0").items()
+        if v == "regression" and s[0] == "rms_norm"
+    }
+    assert len(records) == len(want) > 0
+    assert {r["kernel"] for r in records} == {"rms_norm"}
+    assert all(r["base_version"] == "0.6.3" and r["head_version"] == "0.7.0" for r in records)
+
+
+def test_regressions_table_is_readable(cli):
+    done = cli(
+        "regressions", "--base", "0.6.3", "--head", "0.7.0", "--gpu", "sm_90", "--kernel", "tvd", "--verdict", "all"
+    )
+    assert done.exit_code == 0
+    assert "0.6.3 → 0.7.0" in done.stdout and "improvement" in done.stdout
+    assert "-40.4%" in done.stdout and "1.763 ms" in done.stdout  # tvd V=16384: 1.763 -> 1.051 ms
+
+
+@pytest.mark.parametrize(
+    ("args", "listed"),
+    [
+        (["--base", "0.9.9", "--head", "0.7.0"], "0.5.10"),
+        (["--base", "0.6.3", "--head", "0.7.0'; drop view results; --"], "0.8.0"),
+        (["--base", "0.6.3", "--head", "0.7.0", "--gpu", "MI300X"], H100),
+        (["--base", "0.6.3", "--head", "0.7.0", "--gpu", "H100' or '1'='1"], "NVIDIA B200"),
+        (["--base", "0.6.3", "--head", "0.7.0", "--kernel", "rmsnorm"], "did you mean rms_norm"),
+    ],
+)
+def test_unknown_values_list_what_exists(cli, args, listed):
+    done = cli("regressions", *args)
+    assert done.exit_code == 2
+    assert "unknown" in done.stderr
+    assert listed in " ".join(done.stderr.split())
+    assert done.stdout == ""
+
+
+def test_a_gpu_without_results_in_both_versions(cli):
+    done = cli("regressions", "--base", "0.6.3", "--head", "0.7.0", "--gpu", "B200", "--format", "csv")
+    assert done.exit_code == 0
+    assert "no series has a result in both 0.6.3 and 0.7.0 on B200" in done.stderr
+    assert done.stdout.count("\n") == 1  # the header only
+
+
+def test_versions_command(cli, mirror):
+    done = cli("versions", "--format", "json")
+    assert done.exit_code == 0
+    listed = [v["liger_version"] for v in json.loads(done.stdout)]
+    assert listed == expected.semantic_order({r.version for r in mirror.results()})

@@ -1,0 +1,150 @@
+"""``liger-warehouse``: complete --help, ``refresh`` with progress and its summary, ``status``."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import click
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from pipelines.cli import app
+from pipelines.store.generations import GenerationStore
+from pipelines.store.storage import Storage
+from tests.conftest import env, require_mirror
+
+runner = CliRunner()
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def invoke(*args: str) -> tuple[int, str]:
+    result = runner.invoke(app, list(args), env={"COLUMNS": "160", "NO_COLOR": "1"})
+    return result.exit_code, ANSI.sub("", result.output)
+
+
+def _commands(command: click.Command, path: str = "liger-warehouse") -> Iterator[tuple[str, click.Command]]:
+    yield path, command
+    if isinstance(command, click.Group):
+        for name, sub in command.commands.items():
+            yield from _commands(sub, f"{path} {name}")
+
+
+def test_help_is_complete():
+    code, text = invoke("--help")
+    assert code == 0
+    for name in ("refresh", "status", "sql"):
+        assert name in text
+    for path, command in _commands(typer.main.get_command(app)):
+        assert command.help, f"`{path}` has no help text"
+        for param in command.params:
+            if isinstance(param, click.Option):
+                assert param.help, f"`{path}` option {param.opts} has no help text"
+            else:
+                assert getattr(param, "help", None), f"`{path}` argument {param.name} has no help text"
+
+
+def test_refresh_and_status_help_say_what_they_print():
+    _, text = invoke("refresh", "--help")
+    assert "progress" in text and "summary" in text and "--upstream" in text
+    _, text = invoke("status", "--help")
+    assert "upstream head" in text and "--check-upstream" in text
+
+
+@pytest.fixture
+def dagster_home(tmp_path: Path) -> Iterator[Path]:
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    with env(DAGSTER_HOME=str(home), LIGER_WAREHOUSE_DIR=None, LIGER_WAREHOUSE_UPSTREAM=None):
+        yield home
+
+
+@pytest.fixture
+def warehouse(mirror_warehouse, tmp_path: Path, dagster_home: Path) -> Path:
+    root = tmp_path / "warehouse"
+    shutil.copytree(mirror_warehouse.root, root)
+    return root
+
+
+def _mirror_with_one_more_commit(tmp_path: Path) -> Path:
+    """A copy of the mirror whose all_benchmark_data.csv has one more commit, one row re-measured."""
+    mirror = tmp_path / "mirror"
+    shutil.copytree(require_mirror(), mirror)
+    listing = mirror / "commits" / "all_benchmark_data.json"
+    commits = json.loads(listing.read_text())
+    head = commits[0]["sha"]
+    lines = gzip.decompress((mirror / "raw" / head / "benchmark/data/all_benchmark_data.csv.gz").read_bytes())
+    lines = lines.split(b"\r\n")
+    fields = lines[1].split(b",")
+    fields[8:11] = [b"9.999", b"9.5", b"10.5"]
+    lines[1] = b",".join(fields)
+    sha = "e" * 40
+    target = mirror / "raw" / sha / "benchmark/data/all_benchmark_data.csv.gz"
+    target.parent.mkdir(parents=True)
+    target.write_bytes(gzip.compress(b"\r\n".join(lines)))
+    listing.write_text(json.dumps([{**commits[0], "sha": sha, "html_url": f"https://example.test/{sha}"}, *commits]))
+    return mirror
+
+
+def test_refresh_shows_progress_and_a_summary(warehouse: Path, tmp_path: Path):
+    mirror = _mirror_with_one_more_commit(tmp_path)
+    code, text = invoke("refresh", "-w", str(warehouse), "--upstream", str(mirror))
+    assert code == 0, text
+    assert "stages: done" in text and "downloading revisions" in text and "normalizing revisions" in text
+    summary = GenerationStore(Storage(str(warehouse))).current().summary
+    assert summary["revisions_ingested"] == 1
+    for column in ("revisions ingested", "results added", "restated", "removed", "time"):
+        assert column in text
+    row = re.search(r"│\s*1\s*│\s*1\s*│\s*1\s*│\s*0\s*│\s*[\d.]+s\s*│", text)
+    assert row, text
+
+
+def test_refresh_with_nothing_new_says_so(warehouse: Path):
+    code, text = invoke("refresh", "-w", str(warehouse), "--upstream", str(require_mirror()))
+    assert code == 0, text
+    assert "nothing new upstream" in text
+    assert re.search(r"│\s*0\s*│\s*0\s*│\s*0\s*│\s*0\s*│", text), text
+
+
+def test_refresh_refuses_while_another_runs(warehouse: Path):
+    with GenerationStore(Storage(str(warehouse))).try_lock("refresh"):
+        code, text = invoke("refresh", "-w", str(warehouse), "--upstream", str(require_mirror()))
+    assert code == 3
+    assert "another refresh" in text
+
+
+def test_status_prints_generation_last_refresh_rows_and_upstream_head(warehouse: Path, tmp_path: Path):
+    code, _ = invoke("refresh", "-w", str(warehouse), "--upstream", str(require_mirror()))
+    assert code == 0
+    gen_id = GenerationStore(Storage(str(warehouse))).current_id()
+    code, text = invoke("status", "-w", str(warehouse))
+    assert code == 0, text
+    assert f"published generation {gen_id}" in text
+    assert re.search(r"last refresh: \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC, success", text), text
+    assert re.search(r"fact_result\s*│\s*[\d,]+", text)
+    newest = json.loads((require_mirror() / "commits" / "all_benchmark_data.json").read_text())[0]["sha"]
+    assert re.search(rf"all_benchmark_data\.csv\s*│\s*{newest[:12]}", text), text
+    runs = (require_mirror() / "gh-pages" / "benchmarks" / "commits.txt").read_text().split()
+    assert re.search(rf"benchmark runs\s*│\s*{runs[-1]}", text), text
+
+
+def test_status_check_upstream_counts_what_is_new(warehouse: Path, tmp_path: Path):
+    mirror = _mirror_with_one_more_commit(tmp_path)
+    with env(LIGER_WAREHOUSE_UPSTREAM=str(mirror)):
+        code, text = invoke("status", "-w", str(warehouse), "--check-upstream")
+    assert code == 0, text
+    assert "new upstream" in text
+    assert re.search(r"all_benchmark_data\.csv\s*│[^\n]*│\s*1\s*│", text), text
+    assert re.search(r"benchmark runs\s*│[^\n]*│\s*0\s*│", text), text
+
+
+def test_status_without_a_warehouse_fails_clearly(tmp_path: Path, dagster_home: Path):
+    code, text = invoke("status", "-w", str(tmp_path / "nothing"))
+    assert code == 1
+    assert "no generation published yet" in text

@@ -1,0 +1,140 @@
+"""The benchmark report: built by ``liger-warehouse report`` from the session warehouse (read-only)
+and by the ``liger_report`` asset of the refresh that built it.
+
+A reader opens the page with no network: every script is inline, no element loads a URL, and
+every chart spec parses and carries its data. The PNG renders are real images of a useful size.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import struct
+import zlib
+from pathlib import Path
+
+import duckdb
+import pytest
+from typer.testing import CliRunner
+
+from pipelines.cli import app
+from pipelines.report.png import _chunks, compact
+from tests.conftest import env
+
+pytestmark = pytest.mark.slow
+
+SECTIONS = ("speedup", "p50", "regressions", "change-points")
+# An element that would make the browser fetch something at view time.
+EXTERNAL = re.compile(
+    r"<(script|link|img|iframe|object|embed|source)\b[^>]*\b(src|href|data)\s*=\s*[\"']?(https?:)?//", re.I
+)
+SPEC = re.compile(r'<script type="application/json" id="spec-([^"]+)">(.*?)</script>', re.S)
+
+
+@pytest.fixture(scope="module")
+def built(mirror_warehouse, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("report")
+    with env(LIGER_WAREHOUSE_DIR=None):
+        result = CliRunner().invoke(app, ["report", "--out", str(out), "--warehouse", str(mirror_warehouse.root)])
+    assert result.exit_code == 0, result.output
+    return out
+
+
+@pytest.fixture(scope="module")
+def page(built: Path) -> str:
+    return (built / "index.html").read_text(encoding="utf-8")
+
+
+def _specs(page: str) -> dict[str, dict]:
+    return {chart_id: json.loads(text) for chart_id, text in SPEC.findall(page)}
+
+
+def _png_size(data: bytes) -> tuple[int, int]:
+    assert data.startswith(b"\x89PNG\r\n\x1a\n")
+    return struct.unpack(">II", data[16:24])
+
+
+def test_page_has_every_section(page, mirror_warehouse):
+    for anchor in SECTIONS:
+        assert f'<section id="{anchor}">' in page
+    for title in ("speedup over each baseline", "p50 across versions", "Regressions", "Change points"):
+        assert title in page
+    with duckdb.connect(str(mirror_warehouse.database), read_only=True) as con:
+        kernels = [k for (k,) in con.execute("select distinct kernel from version_history order by 1").fetchall()]
+        generation = con.execute("select generation_id from warehouse_generation").fetchone()[0]
+    assert generation in page
+    for kernel in kernels:
+        assert f">{kernel}</h3>" in page, kernel
+
+
+def test_page_needs_no_network(page):
+    assert EXTERNAL.findall(page) == []
+    assert "@import" not in page
+    # The libraries are inlined: vega-embed defines itself on the page.
+    assert "window.vegaEmbed=" in page.replace(" ", "")
+    assert "cdn.jsdelivr" not in page and "unpkg.com" not in page
+
+
+def test_every_chart_spec_parses_and_carries_its_data(page):
+    specs = _specs(page)
+    charts = re.findall(r'<div class="chart" id="chart-([^"]+)" data-chart="\1">', page)
+    assert len(charts) >= 4 and sorted(charts) == sorted(specs)
+    for chart_id, spec in specs.items():
+        assert "vega-lite" in spec["$schema"], chart_id
+        assert all(rows for rows in spec["datasets"].values()), chart_id
+        assert "url" not in spec.get("data", {}), chart_id
+    assert {"speedup", "regressions", "change-points"} <= set(specs)
+    speedup = specs["speedup"]["datasets"]["points"]
+    assert all(r["speedup"] > 0 and r["min_speedup"] <= r["speedup"] <= r["max_speedup"] + 1e-9 for r in speedup)
+
+
+def test_tables_list_the_regressions_and_change_points(page, mirror_warehouse):
+    liger = "starts_with(provider, 'liger')"
+    with duckdb.connect(str(mirror_warehouse.database), read_only=True) as con:
+        totals = [
+            con.execute(f"select count(*) from regressions where {liger} and verdict = 'regression'").fetchone()[0],
+            con.execute(f"select count(*) from change_points where {liger}").fetchone()[0],
+        ]
+    tables = re.findall(r"Showing (?:the first (\d+) of|all) (\d+) rows.*?<tbody>(.*?)</tbody>", page, re.S)
+    assert [int(total) for _, total, _ in tables] == totals
+    for shown, total, body in tables:
+        assert body.count("<tr>") == int(shown or total) == min(int(total), 100)
+    for view in ("regressions", "change_points"):
+        assert f"from {view} where starts_with(provider, &#x27;liger&#x27;)" in page
+    assert '<td class="regression">' in tables[1][2]
+
+
+def test_pngs_are_readable_images(built):
+    pngs = sorted(built.glob("*.png"))
+    assert {p.stem for p in pngs} >= {"speedup", "regressions", "change-points"}
+    assert any(p.stem.startswith("p50-") for p in pngs)
+    for path in pngs:
+        width, height = _png_size(path.read_bytes())
+        assert width >= 800 and height >= 400, (path.name, width, height)
+        assert path.stat().st_size > 10_000, path.name
+
+
+def test_compact_png_keeps_the_pixels(built):
+    data = (built / "regressions.png").read_bytes()
+    again = compact(data)
+    pixels = [zlib.decompress(b"".join(body for kind, body in _chunks(d) if kind == b"IDAT")) for d in (data, again)]
+    assert pixels[0] == pixels[1]
+    assert _png_size(again) == _png_size(data)
+
+
+def test_asset_wrote_the_report_and_attached_the_pngs(mirror_warehouse):
+    events = [
+        e for e in mirror_warehouse.result.get_asset_materialization_events() if e.asset_key.path == ["liger_report"]
+    ]
+    assert len(events) == 1
+    metadata = events[0].materialization.metadata
+    report = Path(metadata["report"].value)
+    assert report.is_file() and report.parent.name == metadata["generation"].value
+    assert report.parent.parent == mirror_warehouse.root / "reports"
+    charts = {k: v for k, v in metadata.items() if k.startswith("chart/")}
+    assert "chart/speedup" in charts
+    for value in charts.values():
+        assert value.value.startswith("![") and "(data:image/png;base64," in value.value
+    for key, value in metadata.items():
+        if key.startswith("png/"):
+            assert Path(value.value).is_file(), key

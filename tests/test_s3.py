@@ -1,0 +1,207 @@
+"""An ``s3://`` warehouse root against a loopback S3 server (moto's server mode).
+
+The real refresh job writes raw snapshots, Parquet parts, manifests, the CURRENT pointer,
+liger.duckdb and the report into a bucket; the views are then read through the project's reader
+(``pipelines.database.connect``: the s3fs filesystem registered with DuckDB, no extension
+download) and must count exactly what the local warehouse built from the same mirror counts.
+Then a real ``liger-warehouse refresh`` is SIGKILLed at the publish switch and after it: readers
+keep seeing one whole generation, every object it references is there, and the next refresh
+recovers.
+"""
+
+from __future__ import annotations
+
+import signal
+import socket
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+import pytest
+from typer.testing import CliRunner
+
+from pipelines.cli import app
+from pipelines.database import DATABASE, connect
+from pipelines.store.generations import GenerationStore
+from pipelines.store.storage import Storage
+from pipelines.tables import SCHEMAS
+from tests.conftest import env, refresh, require_mirror
+from tests.fake_github import FakeGitHub
+from tests.reliability.published import cli_env, cli_refresh, dagster_home, step_failures
+from tests.reliability.upstreams import AFTER, BEFORE, make_mirror
+
+pytestmark = pytest.mark.slow
+
+moto_server = pytest.importorskip("moto.server", reason="moto[server] is a dev dependency")
+BUCKET = "liger-warehouse"
+VIEWS = ("version_history", "speedup_history", "regressions", "change_points")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """A moto S3 server on loopback with one bucket; yields the environment that points at it."""
+    port = _free_port()
+    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    settings = {
+        "LIGER_WAREHOUSE_S3_ENDPOINT": f"http://127.0.0.1:{port}",
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        # Never ask an instance-metadata address for credentials or a region.
+        "AWS_EC2_METADATA_DISABLED": "true",
+        "AWS_PROFILE": None,
+        "AWS_ENDPOINT_URL": None,
+        "AWS_ENDPOINT_URL_S3": None,
+        "LIGER_WAREHOUSE_CACHE_DIR": str(tmp_path_factory.mktemp("cache")),
+    }
+    try:
+        with env(**settings):
+            Storage(f"s3://{BUCKET}").fs.mkdir(BUCKET)
+            yield {k: v for k, v in settings.items() if v is not None}
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def s3_warehouse(s3, fake_github: FakeGitHub) -> str:
+    """The whole mirror refreshed into ``s3://<bucket>/warehouse`` over loopback HTTP."""
+    root = f"s3://{BUCKET}/warehouse"
+    built = refresh(root, fake_github)
+    assert built.result.success, step_failures(built.result)
+    return root
+
+
+def _local_counts(db: Path, names) -> dict[str, int]:
+    with duckdb.connect(str(db), read_only=True) as con:
+        return {n: con.execute(f"select count(*) from {n}").fetchone()[0] for n in names}
+
+
+def _counts(root: str, names) -> dict[str, int]:
+    with connect(Storage(root)) as con:
+        return {n: con.execute(f"select count(*) from {n}").fetchone()[0] for n in names}
+
+
+def test_parts_and_snapshots_are_in_the_bucket(s3_warehouse, mirror_warehouse):
+    storage = Storage(s3_warehouse)
+    keys = storage.list("")
+    local = Storage(mirror_warehouse.root)
+    raw = [k for k in keys if k.startswith("raw/sha256/")]
+    assert raw and len(raw) == len(local.list("raw/sha256"))
+    gen = GenerationStore(storage).current()
+    referenced = {p.file for parts in gen.tables.values() for p in parts}
+    assert referenced and referenced <= set(keys), "a part the published generation lists is missing"
+    assert {"CURRENT", DATABASE, f"generations/{gen.id}.json", f"reports/{gen.id}/index.html"} <= set(keys)
+    assert not [k for k in keys if ".tmp-" in k]
+
+
+def test_views_read_the_bucket_and_count_like_the_local_warehouse(s3_warehouse, mirror_warehouse):
+    names = (*SCHEMAS, *VIEWS)
+    assert _counts(s3_warehouse, names) == _local_counts(mirror_warehouse.database, names)
+    with connect(Storage(s3_warehouse)) as con:
+        view_sql = con.execute("select sql from duckdb_views() where view_name = 'fact_result'").fetchone()[0]
+        # The bytes come from the bucket through the registered s3fs filesystem, not an extension.
+        assert f"s3://{BUCKET}/warehouse/tables/fact_result/" in view_sql
+        assert con.execute(
+            "select count(*) from duckdb_extensions() where extension_name = 'httpfs' and loaded"
+        ).fetchone() == (0,)
+
+
+def test_cli_sql_reads_an_s3_warehouse(s3_warehouse, mirror_warehouse):
+    expected = _local_counts(mirror_warehouse.database, ["fact_result"])["fact_result"]
+    with env(LIGER_WAREHOUSE_DIR=None):
+        result = CliRunner().invoke(
+            app, ["sql", "--warehouse", s3_warehouse, "--format", "csv", "select count(*) as n from fact_result"]
+        )
+    assert result.exit_code == 0, result.output
+    assert result.output.split() == ["n", str(expected)]
+
+
+@dataclass
+class Killed:
+    root: str
+    before: str
+    returncode: int
+
+
+def _referenced(storage: Storage, gen_id: str) -> set[str]:
+    gen = GenerationStore(storage).load(gen_id)
+    return {f"generations/{gen_id}.json", *(p.file for parts in gen.tables.values() for p in parts)}
+
+
+def _generation_in_views(root: str) -> str:
+    with connect(Storage(root)) as con:
+        return con.execute("select generation_id from warehouse_generation").fetchone()[0]
+
+
+@pytest.fixture(scope="module")
+def killed(s3, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[dict[str, Killed], FakeGitHub]]:
+    """Per failpoint: a small S3 warehouse published from BEFORE, then a CLI refresh against
+    AFTER killed at that point."""
+    require_mirror()
+    tmp = tmp_path_factory.mktemp("s3-crash")
+    before_mirror = make_mirror(tmp / "before", BEFORE)
+    with FakeGitHub(make_mirror(tmp / "after", AFTER)) as after:
+
+        def kill(point: str) -> Killed:
+            root = f"s3://{BUCKET}/crash-{point.replace(':', '-')}"
+            assert refresh(root, upstream=str(before_mirror)).result.success
+            before = GenerationStore(Storage(root)).current_id()
+            home = dagster_home(tmp / f"dagster-{point}")
+            settings = {
+                **s3,
+                "LIGER_WAREHOUSE_UPSTREAM": "github:linkedin/Liger-Kernel",
+                "LIGER_WAREHOUSE_GITHUB_API": after.api_base,
+                "LIGER_WAREHOUSE_GITHUB_RAW": after.raw_base,
+                "LIGER_WAREHOUSE_FAILPOINT": point,
+            }
+            proc = cli_refresh(root, cli_env(home, **settings), timeout=300)
+            return Killed(root, before, proc.returncode)
+
+        points = ("publish", "database-replace")
+        yield dict(zip(points, map(kill, points), strict=True)), after
+
+
+def test_killed_at_the_switch_keeps_the_old_generation_whole(killed):
+    runs, after = killed
+    run = runs["publish"]
+    assert run.returncode == -signal.SIGKILL
+    storage = Storage(run.root)
+    gens = GenerationStore(storage)
+    assert gens.current_id() == run.before, "CURRENT moved although the process died before the PUT"
+    staged = [k for k in storage.list("generations") if run.before not in k]
+    assert staged, "the killed refresh should have staged a generation"
+    assert _referenced(storage, run.before) <= set(storage.list(""))
+    assert _generation_in_views(run.root) == run.before
+    _recovers(run, after)
+
+
+def test_killed_after_the_switch_readers_see_one_whole_generation(killed):
+    runs, after = killed
+    run = runs["database-replace"]
+    assert run.returncode == -signal.SIGKILL
+    storage = Storage(run.root)
+    current = GenerationStore(storage).current_id()
+    assert current != run.before, "the switch had happened before the kill"
+    keys = set(storage.list(""))
+    # The liger.duckdb in the bucket still shows the old generation, whose parts are all there.
+    assert _generation_in_views(run.root) == run.before
+    assert _referenced(storage, run.before) | _referenced(storage, current) <= keys
+    _recovers(run, after)
+
+
+def _recovers(run: Killed, after: FakeGitHub) -> None:
+    """The next refresh succeeds and readers see the newest generation."""
+    again = refresh(run.root, after)
+    assert again.result.success
+    gens = GenerationStore(Storage(run.root))
+    assert gens.load(gens.current_id()).parent is not None
+    assert _generation_in_views(run.root) == gens.current_id()
+    assert not [k for k in Storage(run.root).list("") if ".tmp-" in k]
