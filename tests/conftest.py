@@ -47,14 +47,17 @@ def env(**values: str | None) -> Iterator[None]:
 class Refreshed:
     root: Path
     result: dg.ExecuteInProcessResult
+    outputs: dg.ExecuteInProcessResult | None = None
 
     @property
     def database(self) -> Path:
         return self.root / "liger.duckdb"
 
 
-def refresh(root: Path, fake: FakeGitHub | None = None, upstream: str | None = None, **extra: str) -> Refreshed:
-    """One run of the real ``refresh`` job, against a fake GitHub or a mirror directory."""
+def refresh(
+    root: Path, fake: FakeGitHub | None = None, upstream: str | None = None, job: str = "refresh", **extra: str
+) -> Refreshed:
+    """One run of a real job (``refresh`` by default), against a fake GitHub or a mirror directory."""
     from pipelines.definitions import load
 
     settings = {
@@ -66,8 +69,7 @@ def refresh(root: Path, fake: FakeGitHub | None = None, upstream: str | None = N
         **extra,
     }
     with env(**settings), dg.DagsterInstance.ephemeral() as instance:
-        job = load().resolve_job_def("refresh")
-        result = job.execute_in_process(instance=instance, raise_on_error=False)
+        result = load().resolve_job_def(job).execute_in_process(instance=instance, raise_on_error=False)
     return Refreshed(root, result)
 
 
@@ -82,4 +84,6 @@ def mirror_warehouse(tmp_path_factory: pytest.TempPathFactory, fake_github: Fake
     """The warehouse built once from the whole mirror over loopback HTTP; tests must not modify it."""
     built = refresh(tmp_path_factory.mktemp("warehouse"), fake_github)
     assert built.result.success, "the reference refresh failed"
+    built.outputs = refresh(built.root, fake_github, job="outputs").result
+    assert built.outputs.success, "the outputs job after the reference refresh failed"
     return built

@@ -69,7 +69,7 @@ def test_the_asset_exported_one_record_per_result(mirror_warehouse, records):
     assert len(records) == count
     events = [
         e
-        for e in mirror_warehouse.result.get_asset_materialization_events()
+        for e in mirror_warehouse.outputs.get_asset_materialization_events()
         if e.asset_key.path == ["kernelindex_export"]
     ]
     assert len(events) == 1

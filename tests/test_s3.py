@@ -76,6 +76,8 @@ def s3_warehouse(s3, fake_github: FakeGitHub) -> str:
     root = f"s3://{BUCKET}/warehouse"
     built = refresh(root, fake_github)
     assert built.result.success, step_failures(built.result)
+    outputs = refresh(root, fake_github, job="outputs")
+    assert outputs.result.success, step_failures(outputs.result)
     return root
 
 

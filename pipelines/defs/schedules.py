@@ -1,4 +1,9 @@
-"""The refresh job and its nightly schedule."""
+"""The refresh job, its nightly schedule, and the outputs job that follows every refresh.
+
+The refresh does work that follows the new data: ingest, audit, publish, views. The outputs
+(the full kernelindex export and the HTML report) cover the whole history, so they run as their
+own job after each successful refresh instead of lengthening the refresh itself.
+"""
 
 import os
 
@@ -20,9 +25,11 @@ def refresh_executor() -> dg.ExecutorDefinition:
     return dg.in_process_executor
 
 
+OUTPUTS = dg.AssetSelection.groups("exports", "report")
+
 refresh_job = dg.define_asset_job(
     "refresh",
-    selection=dg.AssetSelection.all(),
+    selection=dg.AssetSelection.all() - OUTPUTS,
     description="Pull every new upstream revision, publish the next generation and rebuild the views.",
     tags=REFRESH_TAGS,
     executor_def=refresh_executor(),
@@ -35,3 +42,21 @@ nightly_refresh = dg.ScheduleDefinition(
     execution_timezone="UTC",
     default_status=dg.DefaultScheduleStatus.RUNNING,
 )
+
+outputs_job = dg.define_asset_job(
+    "outputs",
+    selection=OUTPUTS,
+    description="Write the kernelindex export and the HTML report of the published generation.",
+    executor_def=dg.in_process_executor,
+)
+
+
+@dg.run_status_sensor(
+    run_status=dg.DagsterRunStatus.SUCCESS,
+    monitored_jobs=[refresh_job],
+    request_job=outputs_job,
+    default_status=dg.DefaultSensorStatus.RUNNING,
+)
+def outputs_after_refresh(context: dg.RunStatusSensorContext) -> dg.RunRequest:
+    """Refresh the exports and the report once a refresh has published."""
+    return dg.RunRequest(run_key=context.dagster_run.run_id)

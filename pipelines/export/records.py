@@ -40,6 +40,12 @@ join dim_workload w using (workload_digest)
 join dim_environment e using (environment_digest)
 join dim_implementation i using (implementation_digest)
 """
+# What kernelindex_record reads, and the result digest: the other columns are only for filters.
+RECORD_COLUMNS = (
+    "result_digest, kernel, operation_mode, provider, metric, unit, gpu_name, x_name, x_label, x_value, "
+    "config_json, workload_slug, liger_version, p20, p50, p80, observed_at, "
+    "protocol_digest, workload_digest, environment_digest, implementation_digest"
+)
 # The GPU slug of kernelindex (pipelines.catalog.gpus.gpu_slug), in SQL, so --gpu takes either.
 GPU_SLUG_SQL = "trim(regexp_replace(lower(gpu_name), '[^a-z0-9]+', '-', 'g'), '-')"
 
@@ -144,7 +150,7 @@ def iter_results(
     con: duckdb.DuckDBPyConnection, filt: ResultFilter, batch_rows: int = BATCH_ROWS
 ) -> Iterator[list[dict[str, Any]]]:
     """The filtered results in ``result_digest`` order, as ``kernelindex_record`` inputs."""
-    query, params = select_sql(filt)
+    query, params = select_sql(filt, RECORD_COLUMNS)
     configs: dict[str, dict] = {}
     for batch in con.sql(query, params=params).to_arrow_reader(batch_rows):
         rows = batch.to_pylist()

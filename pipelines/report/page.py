@@ -3,6 +3,7 @@ vl-convert's bundle), every chart spec and its data inlined, nothing fetched at 
 
 from __future__ import annotations
 
+import contextlib
 import html
 import json
 import math
@@ -61,10 +62,14 @@ def javascript(vl_version: str) -> str:
     if path.exists():
         return path.read_text(encoding="utf-8")
     bundle = vl_convert.javascript_bundle(vl_version=vl_version)
-    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f"{path.name}.tmp-{uuid.uuid4().hex}")
-    tmp.write_text(bundle, encoding="utf-8")
-    os.replace(tmp, path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(bundle, encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:  # a read-only cache only costs the bundling time next run
+        with contextlib.suppress(OSError):
+            tmp.unlink()
     return bundle
 
 
