@@ -173,11 +173,11 @@ def _corpus_mirror(before_mirror: Path, dst: Path, files: dict[str, str], golden
     return mirror, {len(listed) + i: line for i, line in enumerate(unsafe, start=1) if line.strip()}
 
 
-def _corpus_run(root: Path, done, files: dict[str, str], expect: dict[str, Expect], unsafe) -> CorpusRun:
+def _corpus_run(root: Path, before: Published, done, files: dict[str, str], expect: dict, unsafe) -> CorpusRun:
     assert done.result.success, step_failures(done.result)
     summary = gens_of(root).current().summary
     failures = done.result.output_for_node("upstream_snapshots").failures
-    return CorpusRun(root, Published(None, {}, frozenset()), files, expect, summary, failures, unsafe)
+    return CorpusRun(root, before, files, expect, summary, failures, unsafe)
 
 
 @pytest.fixture(scope="module")
@@ -189,9 +189,7 @@ def http_corpus(base_warehouse, before_mirror, tmp_path_factory) -> CorpusRun:
     before = published(root)
     with FakeGitHub(mirror) as fake:
         done = refresh(root, fake)
-    run = _corpus_run(root, done, files, dict(CSV_CORPUS), unsafe)
-    run.before = before
-    return run
+    return _corpus_run(root, before, done, files, dict(CSV_CORPUS), unsafe)
 
 
 @pytest.fixture(scope="module")
@@ -203,9 +201,7 @@ def mirror_corpus(base_warehouse, before_mirror, tmp_path_factory) -> CorpusRun:
     root = copy_warehouse(base_warehouse, tmp / "warehouse")
     before = published(root)
     done = refresh(root, upstream=str(mirror), LIGER_WAREHOUSE_MAX_DOWNLOAD_MB=CAP_MB)
-    run = _corpus_run(root, done, files, expect, unsafe)
-    run.before = before
-    return run
+    return _corpus_run(root, before, done, files, expect, unsafe)
 
 
 @pytest.fixture(params=["http", "mirror"])
@@ -252,11 +248,14 @@ def _check(run: CorpusRun, name: str) -> None:
             assert f"gh-pages run {commit}" in run.summary["deferred"]
 
 
+@pytest.mark.parametrize("name", CSV_CORPUS)
+def test_corpus_file_over_http(name, http_corpus):
+    _check(http_corpus, name)
+
+
 @pytest.mark.parametrize("name", [*CSV_CORPUS, *GZ_CORPUS])
-def test_corpus_file(name, corpus):
-    if name not in corpus.expect:
-        pytest.skip("gzip members exist only in a mirror directory")
-    _check(corpus, name)
+def test_corpus_file_from_a_mirror(name, mirror_corpus):
+    _check(mirror_corpus, name)
 
 
 def _rebuilds_byte_for_byte(run: CorpusRun, name: str, rev: str) -> None:
