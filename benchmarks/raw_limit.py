@@ -33,8 +33,12 @@ def csv_files(mirror: Path) -> list[Path]:
 
 
 def copy_sql(files: list[Path], out: Path) -> str:
+    """DuckDB sniffs the column types from the first file; ``x_value`` is text in some files
+    (named model configs), so it alone is given as VARCHAR. Every other column stays typed by
+    DuckDB's sniffer (numbers, timestamps), as the warehouse types them."""
     listed = ", ".join(f"'{f}'" for f in files)
-    return f"COPY (FROM read_csv([{listed}], header = true)) TO '{out}' (FORMAT parquet)"
+    csv = f"read_csv([{listed}], header = true, types = {{'x_value': 'VARCHAR'}})"
+    return f"COPY (FROM {csv}) TO '{out}' (FORMAT parquet)"
 
 
 def main() -> None:

@@ -11,7 +11,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sqlite3
+from contextlib import closing
 from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 from benchmarks.process import Measured, run_step
@@ -84,7 +87,17 @@ def parquet_files(warehouse: Path) -> dict[str, tuple[int, int]]:
 
 def written_bytes(before: dict, after: dict) -> int:
     """Bytes of Parquet files that are new or rewritten."""
-    return sum(size for path, (size, mtime) in after.items() if before.get(path) != (size, mtime))
+    return sum(written_by_table(before, after).values())
+
+
+def written_by_table(before: dict, after: dict) -> dict[str, int]:
+    """Bytes of new or rewritten Parquet files per table (``tables/<table>/<part>.parquet``)."""
+    out: dict[str, int] = {}
+    for path, (size, mtime) in after.items():
+        if before.get(path) != (size, mtime):
+            table = Path(path).parent.name
+            out[table] = out.get(table, 0) + size
+    return out
 
 
 def refresh(b: Bench, warehouse: Path, upstream: str, extra_env: dict[str, str] | None = None) -> dict:
@@ -93,14 +106,38 @@ def refresh(b: Bench, warehouse: Path, upstream: str, extra_env: dict[str, str] 
     home.mkdir(parents=True, exist_ok=True)
     before = parquet_files(warehouse) if warehouse.exists() else {}
     m = run_step("benchmarks.probe", [], b.logs, _env(warehouse, upstream, home, extra_env), b.rss_cap)
-    return _refresh_record(m, before, warehouse)
+    return _refresh_record(m, before, warehouse, home)
 
 
-def _refresh_record(m: Measured, before: dict, warehouse: Path) -> dict:
+def logged_steps(home: Path) -> list[dict]:
+    """Step times of the newest run in a Dagster home's event log: what a probe that was
+    killed (memory cap) could not report itself."""
+    runs = sorted((home / "history" / "runs").glob("*-*.db"), key=lambda p: p.stat().st_mtime)
+    if not runs:
+        return []
+    with closing(sqlite3.connect(f"file:{runs[-1]}?mode=ro", uri=True)) as con:
+        events = con.execute(
+            "select dagster_event_type, step_key, timestamp from event_logs "
+            "where dagster_event_type in ('STEP_START', 'STEP_SUCCESS', 'STEP_FAILURE') order by id"
+        ).fetchall()
+    starts, steps = {}, []
+    for kind, key, stamp in events:
+        when = datetime.fromisoformat(stamp).replace(tzinfo=UTC).timestamp()
+        if kind == "STEP_START":
+            starts[key] = when
+        elif key in starts:
+            steps.append({"step": key, "start": starts.pop(key), "end": when})
+    last = max((t for _, _, t in events), default=None)
+    steps += [{"step": k, "start": t, "end": float("inf"), "unfinished": True} for k, t in starts.items()]
+    return steps if last else []
+
+
+def _refresh_record(m: Measured, before: dict, warehouse: Path, home: Path) -> dict:
     out = m.output
     steps = [
-        {"step": s["step"], "seconds": s["end"] - s["start"], "peak_rss": m.peak_between(s["start"], s["end"])}
-        for s in out.get("steps", [])
+        {"step": s["step"], "seconds": min(s["end"], m.samples[-1][0] if m.samples else s["end"]) - s["start"],
+         "peak_rss": m.peak_between(s["start"], s["end"]), **({"unfinished": True} if s.get("unfinished") else {})}
+        for s in out.get("steps") or logged_steps(home)
     ]
     gens = GenerationStore(Storage(warehouse))
     gen = gens.current() if gens.current_id() else None
@@ -117,7 +154,10 @@ def _refresh_record(m: Measured, before: dict, warehouse: Path) -> dict:
         "results": gen.rows("fact_result") if gen else 0,
         "members": gen.rows("fact_revision_member") if gen else 0,
         "summary": {k: v for k, v in (gen.summary if gen else {}).items() if k.startswith("results_")},
-        "parquet_written": written_bytes(before, parquet_files(warehouse)),
+        "parquet_written": written_bytes(before, after := parquet_files(warehouse)),
+        "parquet_written_by_table": written_by_table(before, after),
+        # Tree RSS once a second, for reading a run's memory against its steps afterwards.
+        "rss_timeline": [(round(t, 1), rss) for i, (t, rss) in enumerate(m.samples) if i % 20 == 0],
     }
 
 

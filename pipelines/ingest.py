@@ -101,7 +101,9 @@ class GenerationBuilder:
         pending = self._pending(listed, contents)
         self._normalized, self._to_normalize = 0, sum(map(len, pending.values()))
         for source_key in sorted(self._touched_sources(listed, pending)):
-            self._build_source(source_key, pending.get(source_key, []), listed)
+            # pop, not get: a source's revisions (and their member tables) are let go once it
+            # is written, so a full build holds one source at a time, not the whole history.
+            self._build_source(source_key, pending.pop(source_key, []), listed)
         watchers.report("normalize", self._normalized, self._to_normalize)
         self._write_dimensions()
         self._write_revisions(listed)

@@ -98,6 +98,7 @@ def test_history_looks_like_upstream(small_mirror):
     assert any(added and not removed for added, removed in changes)  # ... and appends
 
 
+@pytest.mark.slow
 def test_benchmark_suite_runs_end_to_end(tmp_path):
     """About 10^4 results: the scripts run, the warehouse they build is sound and complete."""
     out = tmp_path / "PERFORMANCE.md"

@@ -83,14 +83,7 @@ def normalize(
     first = _first_new(digests, known)
     typed = fast([records[i].text for i in first], first) if fast and first else _empty()
     done = set(typed["idx"].to_list())
-    rows, reasons = [], {}
-    for i in first:
-        if i in done:
-            continue
-        try:
-            rows.append({**slow(records[i], digests[i]), "idx": i})
-        except ValueError as exc:
-            reasons[digests[i]] = str(exc)
+    rows, reasons = _per_row([i for i in first if i not in done], records, digests, slow)
     if rows:
         typed = pl.concat([typed, pl.DataFrame(rows, schema={**FACT, "idx": pl.Int64})])
     typed = typed.with_columns(result_digest=pl.Series([digests[i] for i in typed["idx"]], dtype=pl.String))
@@ -100,6 +93,17 @@ def normalize(
     known.update(new["result_digest"].to_list())
     rejected = [(r, reasons[d]) for r, d in zip(records, digests, strict=True) if d in reasons]
     return Normalized(new.select(FACT.names()), _members(records, digests, reasons, rev_digest), rejected)
+
+
+def _per_row(indices: list[int], records: list[Record], digests: list[str], slow: SlowRow) -> tuple[list, dict]:
+    """The rows of ``indices`` through the per-row path: fact rows, and reasons by digest."""
+    rows, reasons = [], {}
+    for i in indices:
+        try:
+            rows.append({**slow(records[i], digests[i]), "idx": i})
+        except ValueError as exc:
+            reasons[digests[i]] = str(exc)
+    return rows, reasons
 
 
 def _first_new(digests: list[str], known: set[str]) -> list[int]:
