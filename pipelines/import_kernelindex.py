@@ -233,32 +233,9 @@ class KernelindexImporter(GenerationBuilder):
     def _split(self, data: bytes, where: str) -> CsvFile:
         return split_ndjson(data, where)
 
-    def _new_result(self, parsed: CsvFile, record: Record, result: str, rev: Any, stem: str | None) -> dict:
+    def _read_row(self, parsed: CsvFile, record: Record, stem: str | None) -> tuple[Row, str | None]:
         fields = read_record(record.text, self.now)
-        row, stem = self._row(fields), self.claims.stem(fields)
-        protocol, workload = self.dims.protocol(row), self.dims.workload(row)
-        environment, implementation = self.dims.environment(row), self.dims.implementation(row, stem)
-        return {
-            "result_digest": result,
-            "protocol_digest": protocol,
-            "workload_digest": workload,
-            "environment_digest": environment,
-            "implementation_digest": implementation,
-            "series_digest": self.dims.series(row, stem, protocol, workload, environment),
-            "source": rev.ref.source,
-            "source_key": rev.ref.source_key,
-            "metric": row.metric,
-            "unit": row.unit,
-            "p20": row.p20,
-            "p50": row.p50,
-            "p80": row.p80,
-            "observed_at": row.observed_at,
-            "liger_version": row.liger_version,
-            "first_revision_digest": rev.digest,
-            "last_revision_digest": rev.digest,
-            "is_current": False,
-            "row_text": record.text,
-        }
+        return self._row(fields), self.claims.stem(fields)
 
     def _row(self, fields: dict[str, Any]) -> Row:
         x_name, x_label, x_value, config, config_text = self.claims.workload(fields)

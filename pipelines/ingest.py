@@ -21,7 +21,7 @@ from pipelines.dimensions import Dimensions, path_stem
 from pipelines.failpoints import failpoint
 from pipelines.normalize import columnar
 from pipelines.normalize.csvfile import CsvFile, FileRejected, Record, split_csv
-from pipelines.normalize.rows import parse_row
+from pipelines.normalize.rows import Row, parse_row
 from pipelines.store.generations import Generation, GenerationStore, Part, new_generation_id
 from pipelines.store.raw import RawStore
 from pipelines.tables import DIGEST_COLUMN, DIMENSIONS, INGESTED, SCHEMAS
@@ -206,8 +206,8 @@ class GenerationBuilder:
 
     def _columnar_rows(self, parsed: CsvFile, ref: RevisionRef, stem: str | None) -> columnar.ColumnarRows | None:
         """The columnar reader of upstream CSV rows; None for a subclass with its own rows."""
-        own = GenerationBuilder._new_result, GenerationBuilder._split
-        if (type(self)._new_result, type(self)._split) != own:
+        own = GenerationBuilder._read_row, GenerationBuilder._split
+        if (type(self)._read_row, type(self)._split) != own:
             return None
         if self._dimension_cache is None:
             self._dimension_cache = columnar.DimensionCache(self.dims)
@@ -218,10 +218,15 @@ class GenerationBuilder:
         """Records of one revision's file; an importer of another format overrides this."""
         return split_csv(data, where)
 
+    def _read_row(self, parsed: CsvFile, record: Record, stem: str | None) -> tuple[Row, str | None]:
+        """Typed values of one record, and the file stem its backend follows; an importer of
+        another format overrides this."""
+        return parse_row(parsed.fields(record), self.now), stem
+
     def _new_result(
         self, parsed: CsvFile, record: Record, result: str, rev: _Revision, stem: str | None
     ) -> dict:
-        row = parse_row(parsed.fields(record), self.now)
+        row, stem = self._read_row(parsed, record, stem)
         protocol, workload = self.dims.protocol(row), self.dims.workload(row)
         environment, implementation = (
             self.dims.environment(row),
