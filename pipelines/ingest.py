@@ -319,6 +319,11 @@ class GenerationBuilder:
         """Widen each result's first/last revision to the new revisions that show it."""
         if not ingested:
             return results
+        only = ingested[0].digest if len(ingested) == 1 else None
+        if only and _all_equal(results, ("first_revision_digest", "last_revision_digest"), only):
+            # One new revision, and every result was first and last seen in it (a new gh-pages
+            # run, say): it cannot widen anything.
+            return results
         seq = pl.DataFrame(
             {"rev": list(self.revisions), "seq": [r["seq"] for r in self.revisions.values()]},
             schema={"rev": pl.String, "seq": pl.Int64},
@@ -372,16 +377,14 @@ class GenerationBuilder:
         ]
         return max(candidates)[1] if candidates else None
 
-    def _head_members(self, head: str, ingested: list[_Revision]) -> set[str]:
+    def _head_members(self, head: str, ingested: list[_Revision]) -> pl.Series:
+        """The result digests of the head revision's members (repeats possible)."""
         for rev in ingested:
             if rev.digest == head:
-                return set(rev.members["result_digest"].to_pylist())
+                return pl.Series(rev.members["result_digest"], dtype=pl.String)
         parts = [p for p in self.prior.parts("fact_revision_member") if p.key == head]
-        return set(
-            self.gens.read_parts("fact_revision_member", parts, ["result_digest"])
-            .column(0)
-            .to_pylist()
-        )
+        members = self.gens.read_parts("fact_revision_member", parts, ["result_digest"])
+        return pl.Series(members.column(0), dtype=pl.String)
 
     def _apply_current(
         self,
@@ -392,10 +395,13 @@ class GenerationBuilder:
     ) -> pl.DataFrame:
         """Current means: in the newest revision of the path that upstream still lists."""
         head = self._head(source_key, listed)
-        current = self._head_members(head, ingested) if head else set()
-        return results.with_columns(is_current=pl.col("result_digest").is_in(list(current)))
+        current = self._head_members(head, ingested) if head else pl.Series([], dtype=pl.String)
+        return results.with_columns(is_current=pl.col("result_digest").is_in(current.implode()))
 
     def _count_changes(self, prior: pl.DataFrame, results: pl.DataFrame) -> None:
+        if prior.is_empty():  # a new source: nothing was current before, nothing is replaced
+            self.summary.added += results.height
+            return
         before = prior.filter("is_current")
         after = results.filter("is_current")
         gone = before.join(after.select("result_digest"), on="result_digest", how="anti")
@@ -500,6 +506,11 @@ def _version_table(versions: set[str]) -> pa.Table:
         for rank, (v, text) in enumerate(parsed, start=1)
     ]
     return pa.Table.from_pylist(rows, schema=SCHEMAS["dim_version"])
+
+
+def _all_equal(df: pl.DataFrame, columns: tuple[str, ...], value: str) -> bool:
+    """Whether every row of ``df`` holds ``value`` in each of ``columns``."""
+    return bool(df.select(pl.all_horizontal(pl.col(c).eq_missing(value) for c in columns).all()).item())
 
 
 def _slug(text: str) -> str:

@@ -101,3 +101,20 @@ def test_a_lost_row_and_a_dropped_dimension_are_caught(two_generations):
     assert _audit(gens, short, first) == {"fact_revision_member.every_row_reconciled": 1}
     dims = {**second.tables, "dim_workload": second.parts("dim_workload")[1:]}
     assert "fact_result.prior_references_kept" in _audit(gens, replace(second, tables=dims), first)
+
+
+def test_a_failing_check_names_examples_and_a_passing_one_none(two_generations):
+    gens, first, second = two_generations
+    facts = _newest(gens, second, "fact_result")
+    bad = _with_part(gens, second, "fact_result", pa.concat_tables([facts, facts.slice(0, 3)]))
+    con = checks.connect_changes(gens, bad, first)
+    try:
+        outcomes = {o.table: o for o in checks.digest_uniqueness(con)}
+    finally:
+        con.close()
+    duplicated = outcomes.pop("fact_result")
+    assert duplicated.failures == 3
+    assert sorted(e.split(" | ")[0] for e in duplicated.examples) == sorted(
+        facts.column("result_digest").to_pylist()[:3]
+    )
+    assert all(o.failures == 0 and o.examples == [] for o in outcomes.values())

@@ -78,29 +78,29 @@ def normalize(
     gains the new ones. ``fast`` types the rows it can vouch for (see ``ColumnarRows``); None
     sends every new row through ``slow``.
     """
-    records = parsed.records
-    digests = result_digests([r.text for r in records], ref.source, ref.source_key)
+    texts = parsed.texts
+    digests = result_digests(texts, ref.source, ref.source_key)
     first = _first_new(digests, known)
-    typed = fast([records[i].text for i in first], first) if fast and first else _empty()
+    typed = fast([texts[i] for i in first], first) if fast and first else _empty()
     done = set(typed["idx"].to_list())
-    rows, reasons = _per_row([i for i in first if i not in done], records, digests, slow)
+    rows, reasons = _per_row([i for i in first if i not in done], parsed, digests, slow)
     if rows:
         typed = pl.concat([typed, pl.DataFrame(rows, schema={**FACT, "idx": pl.Int64})])
-    typed = typed.with_columns(result_digest=pl.Series([digests[i] for i in typed["idx"]], dtype=pl.String))
+    typed = typed.with_columns(result_digest=pl.Series(digests, dtype=pl.String).gather(typed["idx"]))
     new = typed.sort("idx").drop("idx").with_columns(
         first_revision_digest=pl.lit(rev_digest), last_revision_digest=pl.lit(rev_digest)
     )
     known.update(new["result_digest"].to_list())
-    rejected = [(r, reasons[d]) for r, d in zip(records, digests, strict=True) if d in reasons]
-    return Normalized(new.select(FACT.names()), _members(records, digests, reasons, rev_digest), rejected)
+    rejected = [(parsed.record(i), reasons[d]) for i, d in enumerate(digests) if d in reasons] if reasons else []
+    return Normalized(new.select(FACT.names()), _members(parsed, digests, reasons, rev_digest), rejected)
 
 
-def _per_row(indices: list[int], records: list[Record], digests: list[str], slow: SlowRow) -> tuple[list, dict]:
+def _per_row(indices: list[int], parsed: CsvFile, digests: list[str], slow: SlowRow) -> tuple[list, dict]:
     """The rows of ``indices`` through the per-row path: fact rows, and reasons by digest."""
     rows, reasons = [], {}
     for i in indices:
         try:
-            rows.append({**slow(records[i], digests[i]), "idx": i})
+            rows.append({**slow(parsed.record(i), digests[i]), "idx": i})
         except ValueError as exc:
             reasons[digests[i]] = str(exc)
     return rows, reasons
@@ -108,6 +108,8 @@ def _per_row(indices: list[int], records: list[Record], digests: list[str], slow
 
 def _first_new(digests: list[str], known: set[str]) -> list[int]:
     """Index of the first record of each digest the source does not hold yet."""
+    if known.isdisjoint(digests) and len(set(digests)) == len(digests):
+        return list(range(len(digests)))  # the common case of a new source: every record
     seen: set[str] = set()
     first = []
     for i, d in enumerate(digests):
@@ -121,15 +123,19 @@ def _empty() -> pl.DataFrame:
     return pl.DataFrame(schema={**FACT, "idx": pl.Int64})
 
 
-def _members(records: list[Record], digests: list[str], rejected: dict, rev_digest: str) -> pa.Table:
-    keep = [i for i, d in enumerate(digests) if d not in rejected] if rejected else range(len(records))
+def _members(parsed: CsvFile, digests: list[str], rejected: dict, rev_digest: str) -> pa.Table:
+    columns = (parsed.ordinals, parsed.line_numbers, digests, parsed.suffixes)
+    if rejected:
+        keep = [i for i, d in enumerate(digests) if d not in rejected]
+        columns = tuple([column[i] for i in keep] for column in columns)
+    ordinals, line_numbers, results, suffixes = columns
     return pa.table(
         {
-            "revision_digest": pa.array([rev_digest] * len(keep), pa.string()),
-            "ordinal": pa.array([records[i].ordinal for i in keep], pa.int32()),
-            "line_number": pa.array([records[i].line_number for i in keep], pa.int32()),
-            "result_digest": pa.array([digests[i] for i in keep], pa.string()),
-            "line_suffix": pa.array([records[i].suffix for i in keep], pa.string()),
+            "revision_digest": pa.array([rev_digest] * len(results), pa.string()),
+            "ordinal": pa.array(ordinals, pa.int32()),
+            "line_number": pa.array(line_numbers, pa.int32()),
+            "result_digest": pa.array(results, pa.string()),
+            "line_suffix": pa.array(suffixes, pa.string()),
         },
         schema=MEMBER,
     )
