@@ -26,6 +26,10 @@ SQL_DIR = Path(__file__).resolve().parent.parent / "sql"
 CACHE_DIR = "LIGER_WAREHOUSE_CACHE_DIR"
 # Never fetch an extension at run time: a missing one is an error, not a download.
 NO_DOWNLOADS = {"autoinstall_known_extensions": "false"}
+# DuckDB's own default is 80% of RAM; the refresh's budget is 3 GiB for the whole process tree,
+# so its queries spill to disk past this instead of growing (issue 5, docs/PERFORMANCE.md).
+MEMORY_LIMIT = "LIGER_WAREHOUSE_DUCKDB_MEMORY_LIMIT"
+DEFAULT_MEMORY_LIMIT = "1GB"
 
 
 def _quote(text: str) -> str:
@@ -108,10 +112,17 @@ def open_duckdb(
     ``s3://`` URIs resolve through it: DuckDB's own ``httpfs`` extension would be a download at
     run time, and no pip package ships one for this DuckDB version (see docs/STORAGE.md).
     """
-    con = duckdb.connect(path, read_only=read_only, config={**NO_DOWNLOADS, **(config or {})})
+    con = duckdb.connect(path, read_only=read_only, config={**NO_DOWNLOADS, **_memory(), **(config or {})})
     if not storage.is_local:
         con.register_filesystem(ImmutableReadCache(storage.fs, storage.root, _local_dir(storage) / "parts"))
     return con
+
+
+def _memory() -> dict[str, str]:
+    """DuckDB's memory limit, and where it spills beyond it (local scratch, also for s3 roots)."""
+    spill = cache_dir() / "duckdb-spill"
+    spill.mkdir(parents=True, exist_ok=True)
+    return {"memory_limit": os.getenv(MEMORY_LIMIT) or DEFAULT_MEMORY_LIMIT, "temp_directory": str(spill)}
 
 
 def cache_dir() -> Path:
