@@ -166,6 +166,38 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("method", pa.string()),
         ]
     ),
+    "change_point_state": pa.schema(
+        [
+            ("series_digest", DIGEST),
+            ("points", pa.int32()),
+            ("last_seq", pa.int32()),
+            ("prefix_digest", DIGEST),
+            ("resume_index", pa.int32()),
+            (
+                "weak_change_points",
+                pa.list_(
+                    pa.struct(
+                        [
+                            ("index", pa.int32()),
+                            ("qhat", pa.float64()),
+                            ("left", pa.int32()),
+                            ("right", pa.int32()),
+                            ("mean_1", pa.float64()),
+                            ("mean_2", pa.float64()),
+                            ("std_1", pa.float64()),
+                            ("std_2", pa.float64()),
+                            ("pvalue", pa.float64()),
+                        ]
+                    )
+                ),
+            ),
+            (
+                "change_points",
+                pa.list_(pa.struct([("index", pa.int32()), ("pvalue", pa.float64())])),
+            ),
+            ("method", pa.string()),
+        ]
+    ),
 }
 
 DESCRIPTIONS = {
@@ -189,6 +221,10 @@ DESCRIPTIONS = {
     "fact_change_point": "Change points in each series' gh-pages run history (Apache Otava e-divisive): "
     "the run where the level shifted, with the medians before and after. Derived from the "
     "staged generation by the fact_change_point asset, not ingested.",
+    "change_point_state": "Where the change point detection of each series stands, so the next "
+    "refresh resumes it instead of starting over: the points analyzed, a digest of them, where "
+    "Otava's sliding windows resume and the weak change points of the windows already complete. "
+    "Derived with fact_change_point, not ingested.",
 }
 
 DIMENSIONS = ("dim_protocol", "dim_workload", "dim_environment", "dim_implementation")
@@ -197,7 +233,7 @@ DIGEST_COLUMN["dim_upstream_revision"] = "revision_digest"
 TABLES = tuple(SCHEMAS)
 # Derived tables are computed from a staged generation by later assets; ingest never writes
 # or carries them over, so a generation never publishes one computed from older facts.
-DERIVED = ("fact_change_point",)
+DERIVED = ("fact_change_point", "change_point_state")
 INGESTED = tuple(t for t in SCHEMAS if t not in DERIVED)
 
 

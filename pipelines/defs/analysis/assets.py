@@ -7,31 +7,50 @@ from pipelines.defs.resources import WarehouseResource
 from pipelines.defs.warehouse.assets import column_schema
 from pipelines.tables import DESCRIPTIONS
 
+# After the blocking audits of the facts they read; published_generation waits for them.
+_DEPS = ["fact_result", "dim_upstream_revision"]
 
-@dg.asset(
-    group_name="analysis",
-    kinds={"parquet", "python"},
-    description=DESCRIPTIONS[change_points.TABLE],
-    # After the blocking audits of the facts it reads; published_generation waits for it.
-    deps=["fact_result", "dim_upstream_revision"],
-    output_required=False,
-)
+
+def _specs() -> list[dg.AssetSpec]:
+    # Built in a function: the defs loader would register module-level specs a second time.
+    return [
+        dg.AssetSpec(
+            name,
+            group_name="analysis",
+            kinds={"parquet", "python"},
+            description=DESCRIPTIONS[name],
+            deps=_DEPS,
+            skippable=True,
+        )
+        for name in (change_points.TABLE, change_points.STATE)
+    ]
+
+
+@dg.multi_asset(specs=_specs(), can_subset=False)
 def fact_change_point(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
     """Change points of every series' gh-pages run history (Apache Otava e-divisive), added to
-    the staged generation so they are published atomically with the facts they come from."""
+    the staged generation so they are published atomically with the facts they come from.
+    Each series resumes from the published change_point_state when its history only grew."""
     gens = warehouse.generations()
     gen_id = warehouse.ledger().staged(context.run.run_id)
     if gen_id is None:
         context.log.info("this run staged no generation: no change points to compute")
         return
     gen = gens.load(gen_id)
-    part = change_points.add_to_generation(gens, gen)
-    yield dg.MaterializeResult(
-        metadata={
-            "dagster/row_count": part.rows,
-            "dagster/column_schema": column_schema(change_points.TABLE),
-            "generation": gen.id,
-            "part": part.file,
-            "method": change_points.method(),
-        }
+    parts, counts = change_points.add_to_generation(gens, gen)
+    context.log.info(
+        f"change points of {counts.series} series: {counts.resumed} resumed, "
+        f"{counts.unchanged} unchanged, {counts.from_scratch} from scratch"
     )
+    for name, part in parts.items():
+        yield dg.MaterializeResult(
+            asset_key=name,
+            metadata={
+                "dagster/row_count": part.rows,
+                "dagster/column_schema": column_schema(name),
+                "generation": gen.id,
+                "part": part.file,
+                "method": change_points.method(),
+                **counts.as_metadata(),
+            },
+        )
