@@ -10,32 +10,51 @@ with revision as (
     select revision_digest, coalesce(run, commit) as label, seq
     from dim_upstream_revision
 ),
+-- Every result of a series has the same protocol, workload, GPU, provider and backend: any one
+-- of them names the series. Only the series that have a change point are looked up.
 series as (
-    select distinct on (series_digest)
-        series_digest, kernel, mode, provider, backend, metric, unit, gpu, architecture,
-        workload, x_name, x_value
-    from results
-    order by series_digest
+    select
+        series_digest,
+        any_value(protocol_digest) as protocol_digest,
+        any_value(workload_digest) as workload_digest,
+        any_value(environment_digest) as environment_digest,
+        any_value(implementation_digest) as implementation_digest,
+        any_value(metric) as metric,
+        any_value(unit) as unit
+    from fact_result
+    where series_digest in (select series_digest from fact_change_point)
+    group by series_digest
+),
+-- The runs a change point names, before and after the shift, each with its series.
+named_run as (
+    select series_digest, revision_digest from fact_change_point
+    union
+    select series_digest, previous_revision_digest from fact_change_point
 ),
 at_run as (
-    select series_digest, first_revision_digest as revision_digest, arg_max(liger_version, observed_at) as liger_version
-    from fact_result
-    where source = 'gh-pages'
+    select
+        f.series_digest,
+        f.first_revision_digest as revision_digest,
+        arg_max(f.liger_version, f.observed_at) as liger_version
+    from fact_result as f
+    semi join named_run as n
+        on n.series_digest = f.series_digest and n.revision_digest = f.first_revision_digest
+    where f.source = 'gh-pages'
     group by all
 )
 select
     s.series_digest,
-    s.kernel,
-    s.mode,
-    s.provider,
-    s.backend,
+    w.kernel,
+    p.timed_pass as mode,
+    i.provider,
+    i.backend,
     s.metric,
     s.unit,
-    s.gpu,
-    s.architecture,
-    s.workload,
-    s.x_name,
-    s.x_value,
+    e.gpu_name as gpu,
+    e.architecture,
+    w.slug as workload,
+    w.x_name,
+    w.x_value,
     r.label as run,
     r.seq as run_seq,
     prev.label as prev_run,
@@ -58,10 +77,14 @@ select
     c.method
 from fact_change_point as c
 join series as s using (series_digest)
+join dim_protocol as p using (protocol_digest)
+join dim_workload as w using (workload_digest)
+join dim_environment as e using (environment_digest)
+join dim_implementation as i using (implementation_digest)
 join revision as r on r.revision_digest = c.revision_digest
 join revision as prev on prev.revision_digest = c.previous_revision_digest
 left join at_run as after_version
     on after_version.series_digest = c.series_digest and after_version.revision_digest = c.revision_digest
 left join at_run as before_version
     on before_version.series_digest = c.series_digest and before_version.revision_digest = c.previous_revision_digest
-order by s.kernel, s.mode, s.provider, s.metric, s.gpu, s.workload, r.seq;
+order by w.kernel, p.timed_pass, i.provider, s.metric, e.gpu_name, w.slug, r.seq;

@@ -10,16 +10,27 @@ create or replace macro compare_versions(base, head, threshold := null) as table
 with wanted as (
     select coalesce(threshold, regression_threshold()) as min_change
 ),
--- Filters on the version, not joins: DuckDB pushes them below version_points' window, so
--- only the two versions' results are ranked.
+-- The version points of `version_points`, picked the same way among the two versions'
+-- results only: the filter reaches the scan of fact_result, which is read once for both sides.
+points as (
+    select
+        *,
+        count(*) over (partition by series_digest, liger_version) as version_results
+    from results
+    where liger_version in (version_text(base), version_text(head))
+    qualify row_number() over (
+        partition by series_digest, liger_version
+        order by observed_at desc, is_current desc, result_digest
+    ) = 1
+),
 base_side as (
     select *
-    from version_points
+    from points
     where liger_version = version_text(base)
 ),
 head_side as (
     select *
-    from version_points
+    from points
     where liger_version = version_text(head)
 )
 select

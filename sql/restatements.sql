@@ -24,13 +24,29 @@ changed_by as (
     join revision as n on n.source_key = g.source_key and n.seq > g.last_seq
     group by g.result_digest
 ),
+-- What the revisions that changed something held: a few revisions, not every membership.
+changed_member as (
+    select revision_digest, result_digest
+    from fact_revision_member
+    where revision_digest in (select revision_digest from changed_by)
+),
 replacement as (
     select
         c.result_digest,
-        arg_max(f.result_digest, f.observed_at) as replacement_digest
+        arg_max(
+            {
+                'result_digest': f.result_digest,
+                'p20': f.p20,
+                'p50': f.p50,
+                'p80': f.p80,
+                'liger_version': f.liger_version,
+                'observed_at': f.observed_at
+            },
+            f.observed_at
+        ) as new
     from changed_by as c
     join gone as g using (result_digest)
-    join fact_revision_member as m on m.revision_digest = c.revision_digest
+    join changed_member as m on m.revision_digest = c.revision_digest
     join fact_result as f on f.result_digest = m.result_digest and f.series_digest = g.series_digest
     group by c.result_digest
 )
@@ -39,20 +55,21 @@ select
     n.label as restated_in,
     n.committed_at as restated_at,
     case
-        when rep.replacement_digest is not null then 'replaced'
+        when rep.new.result_digest is not null then 'replaced'
         when n.label is not null then 'removed'
         else 'withdrawn'
     end as reason,
-    new.p20 as replacement_p20,
-    new.p50 as replacement_p50,
-    new.p80 as replacement_p80,
-    new.p50 / nullif(r.p50, 0) as replacement_ratio,
-    new.liger_version as replacement_version,
-    new.observed_at as replacement_observed_at,
-    new.result_digest as replacement_digest
+    rep.new.p20 as replacement_p20,
+    rep.new.p50 as replacement_p50,
+    rep.new.p80 as replacement_p80,
+    rep.new.p50 / nullif(r.p50, 0) as replacement_ratio,
+    rep.new.liger_version as replacement_version,
+    rep.new.observed_at as replacement_observed_at,
+    rep.new.result_digest as replacement_digest
 from gone as g
 join results as r using (result_digest)
 left join changed_by as c using (result_digest)
 left join revision as n on n.revision_digest = c.revision_digest
 left join replacement as rep using (result_digest)
-left join results as new on new.result_digest = rep.replacement_digest;
+-- Says again what `gone` holds, so that the scan under `results` skips current results.
+where not r.is_current;

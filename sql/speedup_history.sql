@@ -6,16 +6,36 @@
 -- newer of the two sides' timestamps), so both sides of every point ran together and host
 -- drift between releases cancels out. `change` is speedup / previous speedup - 1.
 create or replace view speedup_history as
-with points as (
-    select
-        *,
-        count(*) over pairing_version as version_runs
+-- `speedups` is read once, for the pick and for the points.
+with pairings as (
+    select *
     from speedups
-    window pairing_version as (partition by liger_series_digest, baseline_series_digest, liger_version)
-    qualify row_number() over (
-        partition by liger_series_digest, baseline_series_digest, liger_version
-        order by greatest(liger_observed_at, baseline_observed_at) desc, liger_result_digest, baseline_result_digest
-    ) = 1
+),
+-- The run that stands for each pairing and version, picked by aggregation on the digests and
+-- timestamps rather than by ranking whole rows.
+standing as (
+    select
+        liger_series_digest,
+        baseline_series_digest,
+        liger_version,
+        count(*) as version_runs,
+        first(
+            {'liger': liger_result_digest, 'baseline': baseline_result_digest}
+            order by
+                greatest(liger_observed_at, baseline_observed_at) desc,
+                liger_result_digest,
+                baseline_result_digest
+        ) as run
+    from pairings
+    group by liger_series_digest, baseline_series_digest, liger_version
+),
+points as (
+    select
+        p.*,
+        s.version_runs
+    from pairings as p
+    join standing as s
+        on s.run.liger = p.liger_result_digest and s.run.baseline = p.baseline_result_digest
 ),
 ordered as (
     select

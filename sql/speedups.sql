@@ -6,25 +6,130 @@
 -- (torch, huggingface, torch_compile, ...) is a baseline. `speedup` > 1 means Liger is better:
 -- baseline p50 / Liger p50 for ms and MB. `winner` is 'tie' while the p20-p80 bands overlap.
 create or replace view speedups as
-with shown as (
+with revision as (
+    select revision_digest, coalesce(run, commit) as label
+    from dim_upstream_revision
+),
+-- Every result with what a pair shows of it; the dimensions are joined to the pairs.
+result as (
     select
-        m.revision_digest,
         f.result_digest,
+        f.series_digest,
         f.protocol_digest,
         f.workload_digest,
         f.environment_digest,
+        f.metric,
+        f.unit,
         f.liger_version,
+        f.p20,
+        f.p50,
+        f.p80,
+        f.observed_at,
+        f.source,
+        f.source_key,
+        f.first_revision_digest,
+        f.is_current,
+        -- Only one revision showed it (every gh-pages result): that revision is its first.
+        coalesce(f.first_revision_digest = f.last_revision_digest, false) as shown_once,
+        i.provider,
+        i.backend,
         starts_with(i.provider, 'liger') as is_liger
-    from fact_revision_member as m
-    join fact_result as f using (result_digest)
+    from fact_result as f
     join dim_implementation as i using (implementation_digest)
 ),
+-- Each revision that showed a result several revisions showed (a main-branch row across
+-- commits), once.
+shown_again as (
+    select distinct m.revision_digest, r.*
+    from fact_revision_member as m
+    join result as r using (result_digest)
+    where not r.shown_once
+),
+-- Each revision that showed a Liger result, and each that showed a baseline result.
+shown_liger as (
+    select first_revision_digest as revision_digest, *
+    from result
+    where shown_once and is_liger
+    union all
+    select *
+    from shown_again
+    where is_liger
+),
+shown_baseline as (
+    select first_revision_digest as revision_digest, *
+    from result
+    where shown_once and not is_liger
+    union all
+    select *
+    from shown_again
+    where not is_liger
+),
+-- A pair with a result that only one revision showed is shown together once; two results
+-- that several revisions showed pair in each of them, and are one row.
 pairs as (
+    select
+        l.protocol_digest,
+        l.workload_digest,
+        l.environment_digest,
+        l.metric,
+        l.unit,
+        l.liger_version,
+        l.provider as liger_provider,
+        b.provider as baseline_provider,
+        l.backend,
+        l.p20 as liger_p20,
+        l.p50 as liger_p50,
+        l.p80 as liger_p80,
+        b.p20 as baseline_p20,
+        b.p50 as baseline_p50,
+        b.p80 as baseline_p80,
+        l.source,
+        l.source_key,
+        l.first_revision_digest,
+        l.observed_at as liger_observed_at,
+        b.observed_at as baseline_observed_at,
+        l.is_current and b.is_current as is_current,
+        l.series_digest as liger_series_digest,
+        b.series_digest as baseline_series_digest,
+        l.result_digest as liger_result_digest,
+        b.result_digest as baseline_result_digest
+    from shown_liger as l
+    join shown_baseline as b
+        on l.revision_digest = b.revision_digest
+        and l.protocol_digest = b.protocol_digest
+        and l.workload_digest = b.workload_digest
+        and l.environment_digest = b.environment_digest
+        and l.liger_version = b.liger_version
+    where l.shown_once or b.shown_once
+    union all
     select distinct
-        l.result_digest as liger_digest,
-        b.result_digest as baseline_digest
-    from shown as l
-    join shown as b
+        l.protocol_digest,
+        l.workload_digest,
+        l.environment_digest,
+        l.metric,
+        l.unit,
+        l.liger_version,
+        l.provider as liger_provider,
+        b.provider as baseline_provider,
+        l.backend,
+        l.p20 as liger_p20,
+        l.p50 as liger_p50,
+        l.p80 as liger_p80,
+        b.p20 as baseline_p20,
+        b.p50 as baseline_p50,
+        b.p80 as baseline_p80,
+        l.source,
+        l.source_key,
+        l.first_revision_digest,
+        l.observed_at as liger_observed_at,
+        b.observed_at as baseline_observed_at,
+        l.is_current and b.is_current as is_current,
+        l.series_digest as liger_series_digest,
+        b.series_digest as baseline_series_digest,
+        l.result_digest as liger_result_digest,
+        b.result_digest as baseline_result_digest
+    from shown_again as l
+    join shown_again as b
         on l.revision_digest = b.revision_digest
         and l.protocol_digest = b.protocol_digest
         and l.workload_digest = b.workload_digest
@@ -33,42 +138,48 @@ pairs as (
     where l.is_liger and not b.is_liger
 )
 select
-    l.kernel,
-    l.mode,
-    l.metric,
-    l.unit,
-    l.gpu,
-    l.architecture,
-    l.workload,
-    l.x_name,
-    l.x_value,
-    l.liger_version,
-    l.version_rank,
-    l.provider as liger_provider,
-    b.provider as baseline_provider,
-    l.backend,
-    l.p50 as liger_p50,
-    b.p50 as baseline_p50,
-    case when lower_is_better(l.unit) then b.p50 / nullif(l.p50, 0) else l.p50 / nullif(b.p50, 0) end as speedup,
+    w.kernel,
+    p.timed_pass as mode,
+    s.metric,
+    s.unit,
+    e.gpu_name as gpu,
+    e.architecture,
+    w.slug as workload,
+    w.x_name,
+    w.x_value,
+    s.liger_version,
+    v.version_rank,
+    s.liger_provider,
+    s.baseline_provider,
+    s.backend,
+    s.liger_p50,
+    s.baseline_p50,
     case
-        when l.p20 <= b.p80 and b.p20 <= l.p80 then 'tie'
-        when (l.p50 < b.p50) = coalesce(lower_is_better(l.unit), true) then 'liger'
+        when lower_is_better(s.unit) then s.baseline_p50 / nullif(s.liger_p50, 0)
+        else s.liger_p50 / nullif(s.baseline_p50, 0)
+    end as speedup,
+    case
+        when s.liger_p20 <= s.baseline_p80 and s.baseline_p20 <= s.liger_p80 then 'tie'
+        when (s.liger_p50 < s.baseline_p50) = coalesce(lower_is_better(s.unit), true) then 'liger'
         else 'baseline'
     end as winner,
-    l.p20 as liger_p20,
-    l.p80 as liger_p80,
-    b.p20 as baseline_p20,
-    b.p80 as baseline_p80,
-    l.source,
-    l.source_key,
-    l.revision,
-    l.observed_at as liger_observed_at,
-    b.observed_at as baseline_observed_at,
-    l.is_current and b.is_current as is_current,
-    l.series_digest as liger_series_digest,
-    b.series_digest as baseline_series_digest,
-    l.result_digest as liger_result_digest,
-    b.result_digest as baseline_result_digest
-from pairs
-join results as l on l.result_digest = pairs.liger_digest
-join results as b on b.result_digest = pairs.baseline_digest;
+    s.liger_p20,
+    s.liger_p80,
+    s.baseline_p20,
+    s.baseline_p80,
+    s.source,
+    s.source_key,
+    r.label as revision,
+    s.liger_observed_at,
+    s.baseline_observed_at,
+    s.is_current,
+    s.liger_series_digest,
+    s.baseline_series_digest,
+    s.liger_result_digest,
+    s.baseline_result_digest
+from pairs as s
+join dim_protocol as p using (protocol_digest)
+join dim_workload as w using (workload_digest)
+join dim_environment as e using (environment_digest)
+left join dim_version as v on v.liger_version = s.liger_version
+left join revision as r on r.revision_digest = s.first_revision_digest;

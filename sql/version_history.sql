@@ -5,7 +5,45 @@
 -- 0.7.0). `point` numbers a series' versions from 1; `ratio` is p50 / previous p50 and
 -- `change` the same as a fraction (0.10 = 10% higher).
 create or replace view version_history as
-with ordered as (
+with revision as (
+    select revision_digest, coalesce(run, commit) as label
+    from dim_upstream_revision
+),
+-- The version points (see `version_points`), picked and ordered on fact_result's narrow
+-- columns; the dimensions are joined once, at the end.
+standing as (
+    select
+        series_digest,
+        liger_version,
+        count(*) as version_results,
+        first(result_digest order by observed_at desc, is_current desc, result_digest) as result_digest
+    from fact_result
+    group by series_digest, liger_version
+),
+points as (
+    select
+        f.result_digest,
+        f.series_digest,
+        f.protocol_digest,
+        f.workload_digest,
+        f.environment_digest,
+        f.implementation_digest,
+        f.metric,
+        f.unit,
+        f.liger_version,
+        v.version_rank,
+        f.p20,
+        f.p50,
+        f.p80,
+        f.observed_at,
+        f.source,
+        f.first_revision_digest,
+        s.version_results
+    from standing as s
+    join fact_result as f using (result_digest)
+    left join dim_version as v on v.liger_version = f.liger_version
+),
+ordered as (
     select
         *,
         row_number() over series_order as point,
@@ -13,41 +51,47 @@ with ordered as (
         lag(p20) over series_order as prev_p20,
         lag(p50) over series_order as prev_p50,
         lag(p80) over series_order as prev_p80,
-        lag(revision) over series_order as prev_revision
-    from version_points
+        lag(first_revision_digest) over series_order as prev_revision_digest
+    from points
     window series_order as (partition by series_digest order by version_rank)
 )
 select
-    series_digest,
-    kernel,
-    mode,
-    provider,
-    backend,
-    metric,
-    unit,
-    gpu,
-    architecture,
-    workload,
-    x_name,
-    x_value,
-    config_json,
-    point,
-    liger_version,
-    version_rank,
-    p20,
-    p50,
-    p80,
-    observed_at,
-    source,
-    revision,
-    version_results,
-    prev_version,
-    prev_p20,
-    prev_p50,
-    prev_p80,
-    prev_revision,
-    p50 / nullif(prev_p50, 0) as ratio,
-    p50 / nullif(prev_p50, 0) - 1 as change,
-    result_digest
-from ordered
-order by series_digest, version_rank;
+    o.series_digest,
+    w.kernel,
+    p.timed_pass as mode,
+    i.provider,
+    i.backend,
+    o.metric,
+    o.unit,
+    e.gpu_name as gpu,
+    e.architecture,
+    w.slug as workload,
+    w.x_name,
+    w.x_value,
+    w.config_json,
+    o.point,
+    o.liger_version,
+    o.version_rank,
+    o.p20,
+    o.p50,
+    o.p80,
+    o.observed_at,
+    o.source,
+    r.label as revision,
+    o.version_results,
+    o.prev_version,
+    o.prev_p20,
+    o.prev_p50,
+    o.prev_p80,
+    prev.label as prev_revision,
+    o.p50 / nullif(o.prev_p50, 0) as ratio,
+    o.p50 / nullif(o.prev_p50, 0) - 1 as change,
+    o.result_digest
+from ordered as o
+join dim_protocol as p using (protocol_digest)
+join dim_workload as w using (workload_digest)
+join dim_environment as e using (environment_digest)
+join dim_implementation as i using (implementation_digest)
+left join revision as r on r.revision_digest = o.first_revision_digest
+left join revision as prev on prev.revision_digest = o.prev_revision_digest
+order by o.series_digest, o.version_rank;

@@ -1,5 +1,6 @@
 """``liger.duckdb``: what people query."""
 
+import tempfile
 from pathlib import Path
 
 import dagster as dg
@@ -60,6 +61,7 @@ def _regression_result(new: regression_watch.Regressions) -> dg.AssetCheckResult
         metadata={
             "new_regressions": len(new.rows),
             "regressions": dg.MetadataValue.md(regression_watch.markdown(new)),
+            "compared": new.compared or "",
         },
     )
 
@@ -80,10 +82,14 @@ def liger_duckdb(warehouse: WarehouseResource):
     gens = warehouse.generations()
     gen = gens.current()
     path = warehouse.database_path()
-    before = regression_watch.read_published(gens.storage)
-    build_database(gens, gen, path)
-    publish_database(gens.storage, path)
-    after = regression_watch.read(gens.storage, path)
+    with tempfile.TemporaryDirectory(prefix="liger-duckdb-") as scratch:
+        # The previous database, kept aside: the rebuild replaces it, and the check reads it
+        # only where the revisions this refresh ingested do not tell new regressions apart.
+        before = regression_watch.snapshot(gens.storage, Path(scratch))
+        build_database(gens, gen, path)
+        publish_database(gens.storage, path)
+        after = regression_watch.read(gens.storage, path)
+        new = regression_watch.new_in_refresh(gens, before, after, path)
     catalog = _catalog(warehouse, path)
     yield dg.MaterializeResult(
         metadata={
@@ -96,4 +102,4 @@ def liger_duckdb(warehouse: WarehouseResource):
             "newest_regressions": dg.MetadataValue.md(regression_watch.markdown(after)),
         }
     )
-    yield _regression_result(regression_watch.new_since(before, after))
+    yield _regression_result(new)
