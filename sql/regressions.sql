@@ -14,14 +14,6 @@ revision as (
 ),
 -- The steps of `version_history`, computed the same way on fact_result's narrow columns; the
 -- dimensions are joined once, to the steps only.
-standing as (
-    select
-        series_digest,
-        liger_version,
-        first(result_digest order by observed_at desc, is_current desc, result_digest) as result_digest
-    from fact_result
-    group by series_digest, liger_version
-),
 points as (
     select
         f.result_digest,
@@ -40,7 +32,7 @@ points as (
         f.observed_at,
         f.source,
         f.first_revision_digest
-    from standing as s
+    from version_standing as s
     join fact_result as f using (result_digest)
     left join dim_version as v on v.liger_version = f.liger_version
 ),

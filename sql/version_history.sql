@@ -11,15 +11,6 @@ with revision as (
 ),
 -- The version points (see `version_points`), picked and ordered on fact_result's narrow
 -- columns; the dimensions are joined once, at the end.
-standing as (
-    select
-        series_digest,
-        liger_version,
-        count(*) as version_results,
-        first(result_digest order by observed_at desc, is_current desc, result_digest) as result_digest
-    from fact_result
-    group by series_digest, liger_version
-),
 points as (
     select
         f.result_digest,
@@ -39,7 +30,7 @@ points as (
         f.source,
         f.first_revision_digest,
         s.version_results
-    from standing as s
+    from version_standing as s
     join fact_result as f using (result_digest)
     left join dim_version as v on v.liger_version = f.liger_version
 ),

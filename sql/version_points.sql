@@ -6,19 +6,10 @@
 -- `version_results` counts all of them.
 create or replace view version_points as
 -- Picked on fact_result's narrow columns, then joined to `results` for the readable ones.
-with standing as (
-    select
-        series_digest,
-        liger_version,
-        count(*) as version_results,
-        first(result_digest order by observed_at desc, is_current desc, result_digest) as result_digest
-    from fact_result
-    group by series_digest, liger_version
-)
 select
     r.*,
     s.version_results
 from results as r
 -- Joined on the version too, so that a filter on `liger_version` also reaches the
 -- aggregation: only that version's results are read and grouped.
-join standing as s on s.result_digest = r.result_digest and s.liger_version = r.liger_version;
+join version_standing as s on s.result_digest = r.result_digest and s.liger_version = r.liger_version;
