@@ -582,28 +582,12 @@ def compute(results: pl.DataFrame, revisions: pl.DataFrame) -> pa.Table:
 # --- The generation -------------------------------------------------------------------------
 
 
-def _content_name(table: pa.Table) -> str:
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema) as writer:
-        writer.write_table(table)
-    return hashlib.sha256(sink.getvalue()).hexdigest()[:32]
-
-
 def _quote(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
 def _parquet(uris: list[str]) -> str:
     return "read_parquet([" + ", ".join(_quote(u) for u in uris) + "])"
-
-
-def _write(gens: GenerationStore, table: str, data: pa.Table) -> Part:
-    """A part named by its content: an unchanged table references the file it already has."""
-    name = _content_name(data)
-    file = f"tables/{table}/{name}.parquet"
-    if gens.storage.exists(file):
-        return Part(key="all", file=file, rows=data.num_rows)
-    return gens.write_part(table, "all", name, data)
 
 
 def prior_state_parts(gens: GenerationStore, gen: Generation) -> list[Part]:
@@ -644,7 +628,7 @@ def add_to_generation(gens: GenerationStore, gen: Generation) -> tuple[dict[str,
             con.close()
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    parts = {name: _write(gens, name, data) for name, data in tables.items()}
+    parts = {name: gens.write_content_part(name, data) for name, data in tables.items()}
     for name, part in parts.items():
         gen.tables[name] = [part]
     gens.stage(gen)

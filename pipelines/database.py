@@ -54,7 +54,7 @@ def analytic_view_files(sql_dir: Path = SQL_DIR) -> list[Path]:
     return sorted(sql_dir.glob("*.sql"))
 
 
-def _create_analytic_views(con: duckdb.DuckDBPyConnection, files: list[Path]) -> list[str]:
+def create_analytic_views(con: duckdb.DuckDBPyConnection, files: list[Path]) -> list[str]:
     """Views may use each other, so create them until every file has gone through."""
     remaining, created = list(files), []
     while remaining:
@@ -90,7 +90,7 @@ def build_database(
                 "create or replace view warehouse_generation as select "
                 f"{_quote(gen.id)} as generation_id, {_quote(gen.created_at)} as created_at"
             )
-            analytic = _create_analytic_views(con, analytic_view_files(sql_dir))
+            analytic = create_analytic_views(con, analytic_view_files(sql_dir))
             views = [*SCHEMAS, "warehouse_generation", *analytic]
             con.execute("checkpoint")
         finally:

@@ -198,6 +198,80 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("method", pa.string()),
         ]
     ),
+    "dim_series": pa.schema(
+        [
+            ("series_digest", DIGEST),
+            ("kernel", pa.string()),
+            ("mode", pa.string()),
+            ("provider", pa.string()),
+            ("backend", pa.string()),
+            ("metric", pa.string()),
+            ("unit", pa.string()),
+            ("gpu", pa.string()),
+            ("architecture", pa.string()),
+            ("workload", pa.string()),
+            ("x_name", pa.string()),
+            ("x_value", pa.string()),
+            ("config_json", pa.string()),
+            ("is_liger", pa.bool_()),
+            ("sweep_key", pa.string()),
+            ("kernel_key", pa.string()),
+            ("host_key", pa.string()),
+        ]
+    ),
+    "dim_build": pa.schema(
+        [
+            ("build_rank", pa.int64()),
+            ("build", pa.string()),
+            ("liger_version", pa.string()),
+            ("version_rank", pa.int32()),
+            ("build_kind", pa.string()),
+            ("first_observed", TS),
+            ("last_observed", TS),
+            ("sources", pa.list_(pa.string())),
+            ("results", pa.int64()),
+        ]
+    ),
+    "fact_run_point": pa.schema(
+        [
+            ("run", pa.string()),
+            ("series_digest", DIGEST),
+            ("result_digest", DIGEST),
+            ("build", pa.string()),
+            ("run_seq", pa.int32()),
+            ("p20", pa.float64()),
+            ("p50", pa.float64()),
+            ("p80", pa.float64()),
+            ("observed_at", TS),
+        ]
+    ),
+    "fact_build_point": pa.schema(
+        [
+            ("build", pa.string()),
+            ("series_digest", DIGEST),
+            ("p20", pa.float64()),
+            ("p50", pa.float64()),
+            ("p80", pa.float64()),
+            ("runs", pa.int64()),
+            ("sources", pa.list_(pa.string())),
+            ("observed_at", TS),
+        ]
+    ),
+    "fact_series_noise": pa.schema(
+        [
+            ("series_digest", DIGEST),
+            ("history", pa.int64()),
+            ("residual_noise", pa.float64()),
+            ("sweep_noise", pa.float64()),
+            ("residual_spread", pa.float64()),
+            ("sweep_spread", pa.float64()),
+            ("sweep_history", pa.int64()),
+            ("residual_pool", pa.float64()),
+            ("sweep_pool", pa.float64()),
+            ("noise", pa.float64()),
+            ("detectable_change", pa.float64()),
+        ]
+    ),
 }
 
 DESCRIPTIONS = {
@@ -225,15 +299,31 @@ DESCRIPTIONS = {
     "refresh resumes it instead of starting over: the points analyzed, a digest of them, where "
     "Otava's sliding windows resume and the weak change points of the windows already complete. "
     "Derived with fact_change_point, not ingested.",
+    "dim_series": "One row per series (kernel, pass, provider, backend, metric, GPU and workload) in "
+    "readable columns, with the sweep, kernel and host keys verdicts group it by. Derived at publish "
+    "by sql/derived/dim_series.sql.",
+    "dim_build": "One row per Liger build results stand for, in release order: each release (its "
+    "release run and other runs of its commit, else its main-branch rows) and each nightly run, "
+    "labelled <version>+<yyyymmdd>.<sha>. Derived at publish by sql/derived/dim_build.sql.",
+    "fact_run_point": "One row per series and gh-pages run: the result that stands for the series "
+    "in the run. Derived at publish by sql/derived/fact_run_point.sql.",
+    "fact_build_point": "One row per series and build: the median of the points the build stands on, "
+    "how many and which. Derived at publish by sql/derived/fact_build_point.sql.",
+    "fact_series_noise": "One row per series: its run-to-run noise (against its sweep, and its "
+    "sweep's shifts), read from its gh-pages run history, and the smallest change a verdict can see "
+    "in it. Derived at publish by sql/derived/fact_series_noise.sql; docs/VERDICTS.md.",
 }
 
 DIMENSIONS = ("dim_protocol", "dim_workload", "dim_environment", "dim_implementation")
 DIGEST_COLUMN = {name: name.removeprefix("dim_") + "_digest" for name in DIMENSIONS}
 DIGEST_COLUMN["dim_upstream_revision"] = "revision_digest"
 TABLES = tuple(SCHEMAS)
+# Derived tables written by the SQL models in sql/derived/, in the order they are built: each
+# may read the ones before it.
+SQL_MODELS = ("dim_series", "dim_build", "fact_run_point", "fact_build_point", "fact_series_noise")
 # Derived tables are computed from a staged generation by later assets; ingest never writes
 # or carries them over, so a generation never publishes one computed from older facts.
-DERIVED = ("fact_change_point", "change_point_state")
+DERIVED = ("fact_change_point", "change_point_state", *SQL_MODELS)
 INGESTED = tuple(t for t in SCHEMAS if t not in DERIVED)
 
 

@@ -1,55 +1,48 @@
--- regressions: one row per pair of consecutive version points of a series, with a verdict.
+-- regressions: one row per pair of consecutive builds of a series (see `builds`), with the
+-- change, its evidence and a verdict (docs/VERDICTS.md).
 --
--- `verdict` is 'regression' or 'improvement' only when p50 moved by more than the threshold
--- (`regression_threshold()`, 5% unless `set variable regression_threshold = ...`) AND the
--- base and head p20-p80 bands do not overlap; otherwise 'unchanged'. Lower is better for ms
--- and MB. `ratio` is head p50 / base p50.
+-- `verdict` is 'regression' or 'improvement' only when the change exceeds the threshold
+-- (`regression_threshold()`, 5% unless `set variable regression_threshold = ...`) raw and once
+-- the baselines' drift is taken out, and stands out from the series' run-to-run noise;
+-- 'unchanged' when a change beyond max(threshold, 25%) is ruled out; else 'inconclusive'.
+-- Lower is better for ms and MB. `ratio` is head p50 / base p50.
 create or replace view regressions as
-with settings as (
-    select regression_threshold() as threshold
-),
-revision as (
-    select revision_digest, coalesce(run, commit) as label
-    from dim_upstream_revision
-),
-steps as (
-    select *
-    from version_steps
-    where prev_version is not null
-)
 select
     s.series_digest,
-    w.kernel,
-    p.timed_pass as mode,
-    i.provider,
-    i.backend,
-    s.metric,
-    s.unit,
-    e.gpu_name as gpu,
-    e.architecture,
-    w.slug as workload,
-    w.x_name,
-    w.x_value,
-    s.prev_version as base_version,
-    s.liger_version as head_version,
-    s.prev_p50 as base_p50,
-    s.p50 as head_p50,
-    s.p50 / nullif(s.prev_p50, 0) as ratio,
-    s.p50 / nullif(s.prev_p50, 0) - 1 as change,
-    verdict(s.prev_p20, s.prev_p50, s.prev_p80, s.p20, s.p50, s.p80, s.unit, t.threshold) as verdict,
-    t.threshold,
-    s.prev_p20 as base_p20,
-    s.prev_p80 as base_p80,
-    s.p20 as head_p20,
-    s.p80 as head_p80,
-    prev.label as base_revision,
-    r.label as head_revision
-from steps as s
-join dim_protocol as p using (protocol_digest)
-join dim_workload as w using (workload_digest)
-join dim_environment as e using (environment_digest)
-join dim_implementation as i using (implementation_digest)
-left join revision as r on r.revision_digest = s.first_revision_digest
-left join revision as prev on prev.revision_digest = s.prev_revision_digest
-cross join settings as t
-order by s.series_digest, s.version_rank;
+    v.kernel,
+    v.mode,
+    v.provider,
+    v.backend,
+    v.metric,
+    v.unit,
+    v.gpu,
+    v.architecture,
+    v.workload,
+    v.x_name,
+    v.x_value,
+    s.prev_build as base_version,
+    s.build as head_version,
+    s.base_p50,
+    s.head_p50,
+    s.head_p50 / s.base_p50 as ratio,
+    s.change,
+    s.drift,
+    s.adjusted_change,
+    s.sweep_change,
+    s.noise,
+    s.z,
+    s.detectable_change,
+    s.verdict,
+    s.threshold,
+    s.history,
+    s.base_runs,
+    s.head_runs,
+    s.base_sources,
+    s.head_sources,
+    s.base_p20,
+    s.base_p80,
+    s.head_p20,
+    s.head_p80
+from version_steps as s
+join dim_series as v using (series_digest)
+where s.prev_build is not null;

@@ -1,15 +1,34 @@
--- version_points: one row per series and Liger version that has a result in it.
+-- version_points: one row per series and build (see `dim_build`) with a point in it: what stands
+-- for the series in that build.
 --
--- When a version has several results in a series (several gh-pages runs of one release, or a
--- main-branch row re-measured), the most recently observed one (`observed_at`, the CSV
--- timestamp) stands for the version; ties go to the current result, then the digest.
--- `version_results` counts all of them.
+-- A release build stands on its runs (the median of the release run and other runs of its
+-- commit) or, for a series they lack, on the main-branch rows of its version; a nightly on its
+-- run. `runs` counts the points and `sources` names them.
 create or replace view version_points as
--- Picked on fact_result's narrow columns, then joined to `results` for the readable ones.
 select
-    r.*,
-    s.version_results
-from results as r
--- Joined on the version too, so that a filter on `liger_version` also reaches the
--- aggregation: only that version's results are read and grouped.
-join version_standing as s on s.result_digest = r.result_digest and s.liger_version = r.liger_version;
+    s.series_digest,
+    s.kernel,
+    s.mode,
+    s.provider,
+    s.backend,
+    s.metric,
+    s.unit,
+    s.gpu,
+    s.architecture,
+    s.workload,
+    s.x_name,
+    s.x_value,
+    b.build,
+    b.liger_version,
+    b.build_kind,
+    b.build_rank,
+    b.version_rank,
+    p.p20,
+    p.p50,
+    p.p80,
+    p.runs,
+    p.sources,
+    p.observed_at
+from fact_build_point as p
+join dim_build as b using (build)
+join dim_series as s using (series_digest);

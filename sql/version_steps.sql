@@ -1,40 +1,38 @@
--- version_steps: each series' version points in release order, with the previous point,
--- on fact_result's narrow columns (no dimensions, no final order): what version_history and
--- regressions are built on. `point` numbers a series' versions from 1.
+-- version_steps: each series' builds in release order (`dim_build.build_rank`), each with the
+-- previous build that has a point of the series and the judged step from it (`judge`, at the
+-- session's `regression_threshold()`): what version_history and regressions read.
+-- `point` numbers a series' builds from 1; the first has no step.
 create or replace view version_steps as
-with points as (
+with ordered as (
     select
-        f.result_digest,
-        f.series_digest,
-        f.protocol_digest,
-        f.workload_digest,
-        f.environment_digest,
-        f.implementation_digest,
-        f.metric,
-        f.unit,
-        f.liger_version,
-        v.version_rank,
-        f.p20,
-        f.p50,
-        f.p80,
-        f.observed_at,
-        f.source,
-        f.first_revision_digest,
-        s.version_results
-    from version_standing as s
-    join fact_result as f using (result_digest)
-    left join dim_version as v on v.liger_version = f.liger_version
-),
-ordered as (
-    select
-        *,
+        p.series_digest,
+        p.build,
+        b.build_rank,
         row_number() over series_order as point,
-        lag(liger_version) over series_order as prev_version,
-        lag(p20) over series_order as prev_p20,
-        lag(p50) over series_order as prev_p50,
-        lag(p80) over series_order as prev_p80,
-        lag(first_revision_digest) over series_order as prev_revision_digest
-    from points
-    window series_order as (partition by series_digest order by version_rank)
+        lag(p.build) over series_order as prev_build
+    from fact_build_point as p
+    join dim_build as b using (build)
+    window series_order as (partition by p.series_digest order by b.build_rank)
+),
+steps as (
+    select distinct prev_build, build
+    from ordered
+    where prev_build is not null
+),
+judged as (
+    select *
+    from judge(
+        (select list({'base_kind': 'build', 'base_key': prev_build, 'head_kind': 'build', 'head_key': build}) from steps),
+        regression_threshold()
+    )
 )
-select * from ordered;
+select
+    o.series_digest,
+    o.build,
+    o.build_rank,
+    o.point,
+    o.prev_build,
+    j.* exclude (series_digest)
+from ordered as o
+left join judged as j
+    on j.series_digest = o.series_digest and j.pair.base_key = o.prev_build and j.pair.head_key = o.build;

@@ -141,6 +141,18 @@ class GenerationStore:
         self.storage.write_bytes(file, buffer.getvalue())
         return Part(key=key, file=file, rows=data.num_rows)
 
+    def write_content_part(self, table: str, data: pa.Table) -> Part:
+        """A whole derived table as one part named by its content: an unchanged table references
+        the file it already has, so a refresh that changes nothing it reads writes nothing."""
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, data.schema) as writer:
+            writer.write_table(data)
+        name = sha256(sink.getvalue().to_pybytes()).hexdigest()[:32]
+        file = f"tables/{table}/{name}.parquet"
+        if self.storage.exists(file):
+            return Part(key="all", file=file, rows=data.num_rows)
+        return self.write_part(table, "all", name, data)
+
     def read_parts(
         self, table: str, parts: Iterable[Part], columns: list[str] | None = None
     ) -> pa.Table:

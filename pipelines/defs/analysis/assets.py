@@ -2,10 +2,10 @@
 
 import dagster as dg
 
-from pipelines import change_points
+from pipelines import change_points, derived
 from pipelines.defs.resources import WarehouseResource
 from pipelines.defs.warehouse.assets import column_schema
-from pipelines.tables import DESCRIPTIONS
+from pipelines.tables import DESCRIPTIONS, SQL_MODELS
 
 # After the blocking audits of the facts they read; published_generation waits for them.
 _DEPS = ["fact_result", "dim_upstream_revision"]
@@ -52,5 +52,46 @@ def fact_change_point(context: dg.AssetExecutionContext, warehouse: WarehouseRes
                 "part": part.file,
                 "method": change_points.method(),
                 **counts.as_metadata(),
+            },
+        )
+
+
+def _model_specs() -> list[dg.AssetSpec]:
+    # After the change points too: both re-stage the one staged manifest, so they must not run
+    # side by side.
+    deps = [*_DEPS, change_points.TABLE, change_points.STATE]
+    return [
+        dg.AssetSpec(
+            name,
+            group_name="analysis",
+            kinds={"parquet", "duckdb"},
+            description=DESCRIPTIONS[name],
+            deps=deps,
+            skippable=True,
+        )
+        for name in SQL_MODELS
+    ]
+
+
+@dg.multi_asset(specs=_model_specs(), can_subset=False)
+def sql_models(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
+    """The derived tables of ``sql/derived/``: each series and its sweep, the builds, the points
+    that stand for a series in each run and build, and each series' noise. Computed by DuckDB from
+    the staged facts and added to the staged generation, so they publish with them."""
+    gens = warehouse.generations()
+    gen_id = warehouse.ledger().staged(context.run.run_id)
+    if gen_id is None:
+        context.log.info("this run staged no generation: no derived tables to compute")
+        return
+    gen = gens.load(gen_id)
+    for name, part in derived.add_to_generation(gens, gen).items():
+        yield dg.MaterializeResult(
+            asset_key=name,
+            metadata={
+                "dagster/row_count": part.rows,
+                "dagster/column_schema": column_schema(name),
+                "generation": gen.id,
+                "part": part.file,
+                "model": f"sql/derived/{name}.sql",
             },
         )

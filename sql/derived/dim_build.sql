@@ -1,0 +1,40 @@
+-- dim_build: one row per Liger build that results stand for, in release order.
+-- Materialized at publish (a derived table).
+--
+-- A *release* build is a published version (`0.7.0`). It stands on its gh-pages release run
+-- (`<sha>-v0.7.0`) and every other run of the same commit; a series with no result in those
+-- runs stands on the main-branch rows of that version. A gh-pages run of another commit is a
+-- *nightly*: a development build of whatever version it had installed, labelled
+-- `<version>+<yyyymmdd>.<sha>` (its first observation day and commit). That label sorts after
+-- the release and before the next one, as PEP 440 orders local versions, so
+-- `compare_versions('0.7.0', 'latest')` compares a release with the newest nightly.
+-- `build_rank` orders builds: release order, then each release's nightlies in run order.
+with labelled as (
+    select build, liger_version, build_kind, run_seq, observed_at, source_label
+    from result_build
+),
+ranked as (
+    select
+        build,
+        any_value(liger_version) as liger_version,
+        any_value(build_kind) as build_kind,
+        min(run_seq) as run_seq,
+        min(observed_at) as first_observed,
+        max(observed_at) as last_observed,
+        list(distinct source_label order by source_label) as sources,
+        count(*) as results
+    from labelled
+    group by build
+)
+select
+    row_number() over (order by v.version_rank, r.build_kind = 'nightly', r.run_seq nulls first, r.build) as build_rank,
+    r.build,
+    r.liger_version,
+    v.version_rank,
+    r.build_kind,
+    r.first_observed,
+    r.last_observed,
+    r.sources,
+    r.results
+from ranked as r
+left join dim_version as v using (liger_version);
