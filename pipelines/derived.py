@@ -26,6 +26,7 @@ ORDER = {
     "fact_run_point": ["run", "series_digest"],
     "fact_build_point": ["build", "series_digest"],
     "fact_series_noise": ["series_digest"],
+    "fact_speedup_noise": ["liger_series_digest", "baseline_series_digest"],
 }
 
 

@@ -94,9 +94,7 @@ class Dimensions:
                 },
             )
 
-        return self._memo(
-            ("w", row.kernel, row.x_name, row.x_label, row.x_value, row.config_text), compute
-        )
+        return self._memo(("w", row.kernel, row.x_name, row.x_label, row.x_value, row.config_text), compute)
 
     def environment(self, row: Row) -> str:
         def compute() -> str:
@@ -113,9 +111,7 @@ class Dimensions:
             gpu = lookup_gpu(gpu_name)
             if gpu is None:
                 self.unknown_gpus.add(gpu_name)
-                log.warning(
-                    "GPU %r is not in the catalog; ingested with null hardware fields", gpu_name
-                )
+                log.warning("GPU %r is not in the catalog; ingested with null hardware fields", gpu_name)
             return {
                 "environment_digest": d,
                 "gpu_name": gpu_name,
@@ -131,15 +127,11 @@ class Dimensions:
     def implementation(self, row: Row, stem: str | None) -> str:
         def compute() -> str:
             ident = implementation_identity(row, stem)
-            return self._add(
-                "dim_implementation", digest(ident), lambda d: {"implementation_digest": d, **ident}
-            )
+            return self._add("dim_implementation", digest(ident), lambda d: {"implementation_digest": d, **ident})
 
         return self._memo(("i", row.provider, row.liger_version, stem), compute)
 
-    def series(
-        self, row: Row, stem: str | None, protocol: str, workload: str, environment: str
-    ) -> str:
+    def series(self, row: Row, stem: str | None, protocol: str, workload: str, environment: str) -> str:
         """A series: same kernel, mode, provider, metric, GPU and workload, across versions."""
         return self._memo(
             ("s", protocol, workload, environment, row.provider, stem),

@@ -82,10 +82,7 @@ class GenerationBuilder:
         self.summary = Summary()
         revisions = gens.read_table(self.prior, "dim_upstream_revision").to_pylist()
         self.revisions: dict[str, dict] = {r["revision_digest"]: r for r in revisions}
-        known = {
-            t: set(gens.read_table(self.prior, t, [DIGEST_COLUMN[t]]).column(0).to_pylist())
-            for t in DIMENSIONS
-        }
+        known = {t: set(gens.read_table(self.prior, t, [DIGEST_COLUMN[t]]).column(0).to_pylist()) for t in DIMENSIONS}
         self.dims = Dimensions(known)
         self.changed = False
         self._dimension_cache: columnar.DimensionCache | None = None
@@ -109,9 +106,7 @@ class GenerationBuilder:
         self._write_revisions(listed)
         self._write_golden(listing.golden_commits)
         self.summary.warnings += listing.problems
-        self.summary.warnings += [
-            f"GPU {g!r} is not in the GPU catalog" for g in sorted(self.dims.unknown_gpus)
-        ]
+        self.summary.warnings += [f"GPU {g!r} is not in the GPU catalog" for g in sorted(self.dims.unknown_gpus)]
         if not self.changed:
             return None
         self.gen.summary = self._summary_dict()
@@ -119,9 +114,7 @@ class GenerationBuilder:
         self.gens.stage(self.gen)
         return self.gen
 
-    def _pending(
-        self, listed: dict[str, RevisionRef], contents: dict[str, str]
-    ) -> dict[str, list[_Revision]]:
+    def _pending(self, listed: dict[str, RevisionRef], contents: dict[str, str]) -> dict[str, list[_Revision]]:
         pending: dict[str, list[_Revision]] = {}
         for rev_digest, ref in listed.items():
             if rev_digest in self.revisions:
@@ -129,9 +122,7 @@ class GenerationBuilder:
             if rev_digest not in contents:
                 self.summary.deferred.append(ref.label)
                 continue
-            pending.setdefault(ref.source_key, []).append(
-                _Revision(ref, rev_digest, contents[rev_digest])
-            )
+            pending.setdefault(ref.source_key, []).append(_Revision(ref, rev_digest, contents[rev_digest]))
         for revs in pending.values():
             revs.sort(key=lambda r: r.ref.seq)
         return pending
@@ -143,16 +134,12 @@ class GenerationBuilder:
             if row["is_upstream"] != (rev_digest in listed):
                 touched.add(row["source_key"])
                 if rev_digest not in listed:
-                    self.summary.no_longer_upstream.append(
-                        row["path"] if row["source"] != GH_PAGES else row["run"]
-                    )
+                    self.summary.no_longer_upstream.append(row["path"] if row["source"] != GH_PAGES else row["run"])
         return touched
 
     # -- one source ---------------------------------------------------------------------
 
-    def _build_source(
-        self, source_key: str, pending: list[_Revision], listed: dict[str, RevisionRef]
-    ) -> None:
+    def _build_source(self, source_key: str, pending: list[_Revision], listed: dict[str, RevisionRef]) -> None:
         prior_parts = [p for p in self.prior.parts("fact_result") if p.key == source_key]
         prior = pl.from_arrow(self.gens.read_parts("fact_result", prior_parts))
         known = set(prior["result_digest"].to_list())
@@ -163,17 +150,13 @@ class GenerationBuilder:
             self._normalized += 1
             failpoint("normalized")
         ingested = [r for r in pending if r.digest in self.revisions]
-        results = (
-            pl.concat([prior, *new_rows]) if new_rows else prior
-        )
+        results = pl.concat([prior, *new_rows]) if new_rows else prior
         results = self._apply_sightings(results, ingested)
         results = self._apply_current(results, source_key, ingested, listed)
         if results.equals(prior):
             return
         self._count_changes(prior, results)
-        part = self.gens.write_part(
-            "fact_result", source_key, f"{_slug(source_key)}-{self.gen.id}", results.to_arrow()
-        )
+        part = self.gens.write_part("fact_result", source_key, f"{_slug(source_key)}-{self.gen.id}", results.to_arrow())
         self._replace_parts("fact_result", source_key, [part])
         self.changed = True
 
@@ -223,9 +206,7 @@ class GenerationBuilder:
         another format overrides this."""
         return parse_row(parsed.fields(record), self.now), stem
 
-    def _new_result(
-        self, parsed: CsvFile, record: Record, result: str, rev: _Revision, stem: str | None
-    ) -> dict:
+    def _new_result(self, parsed: CsvFile, record: Record, result: str, rev: _Revision, stem: str | None) -> dict:
         row, stem = self._read_row(parsed, record, stem)
         protocol, workload = self.dims.protocol(row), self.dims.workload(row)
         environment, implementation = (
@@ -276,9 +257,7 @@ class GenerationBuilder:
         )
         if rev.quarantined:
             bad = pa.Table.from_pylist(rev.quarantined, schema=SCHEMAS["quarantined_row"])
-            self.gen.tables["quarantined_row"].append(
-                self.gens.write_part("quarantined_row", rev.digest, name, bad)
-            )
+            self.gen.tables["quarantined_row"].append(self.gens.write_part("quarantined_row", rev.digest, name, bad))
         self.summary.revisions.append(
             {
                 "revision": rev.ref.label,
@@ -405,9 +384,7 @@ class GenerationBuilder:
         before = prior.filter("is_current")
         after = results.filter("is_current")
         gone = before.join(after.select("result_digest"), on="result_digest", how="anti")
-        replaced = gone.join(
-            after.select("series_digest").unique(), on="series_digest", how="semi"
-        ).height
+        replaced = gone.join(after.select("series_digest").unique(), on="series_digest", how="semi").height
         self.summary.added += results.height - prior.height
         self.summary.restated += replaced
         self.summary.removed += gone.height - replaced
@@ -422,15 +399,9 @@ class GenerationBuilder:
             rows = list(self.dims.new[table].values())
             if rows:
                 data = pa.Table.from_pylist(rows, schema=SCHEMAS[table])
-                self.gen.tables[table].append(
-                    self.gens.write_part(table, self.gen.id, self.gen.id, data)
-                )
+                self.gen.tables[table].append(self.gens.write_part(table, self.gen.id, self.gen.id, data))
                 self.changed = True
-        versions = (
-            self.gens.read_table(self.prior, "dim_implementation", ["liger_version"])
-            .column(0)
-            .to_pylist()
-        )
+        versions = self.gens.read_table(self.prior, "dim_implementation", ["liger_version"]).column(0).to_pylist()
         versions += [r["liger_version"] for r in self.dims.new["dim_implementation"].values()]
         table = _version_table(set(versions))
         if table.num_rows != self.prior.rows("dim_version"):
@@ -439,9 +410,7 @@ class GenerationBuilder:
     def _write_revisions(self, listed: dict[str, RevisionRef]) -> None:
         heads = {self._head(r["source_key"], listed) for r in self.revisions.values()}
         rows = []
-        for rev_digest, row in sorted(
-            self.revisions.items(), key=lambda kv: (kv[1]["source_key"], kv[1]["seq"])
-        ):
+        for rev_digest, row in sorted(self.revisions.items(), key=lambda kv: (kv[1]["source_key"], kv[1]["seq"])):
             upstream, head = rev_digest in listed and row["source"] != IMPORT, rev_digest in heads
             self.changed |= row["is_upstream"] != upstream or row["is_head"] != head
             rows.append({**row, "is_upstream": upstream, "is_head": head})
@@ -455,11 +424,7 @@ class GenerationBuilder:
         if golden is None:
             return
         value = content_digest(golden)
-        prior = (
-            self.gens.read_table(self.prior, "golden_commit", ["content_digest"])
-            .column(0)
-            .to_pylist()
-        )
+        prior = self.gens.read_table(self.prior, "golden_commit", ["content_digest"]).column(0).to_pylist()
         if prior[:1] == [value]:
             return
         data = json.loads(golden)
@@ -468,9 +433,7 @@ class GenerationBuilder:
             {"kernel": kernel, "run": run, "is_default": run == default, "content_digest": value}
             for kernel, run in sorted((data.get("golden_commits") or {}).items())
         ]
-        self._replace_whole(
-            "golden_commit", pa.Table.from_pylist(rows, schema=SCHEMAS["golden_commit"])
-        )
+        self._replace_whole("golden_commit", pa.Table.from_pylist(rows, schema=SCHEMAS["golden_commit"]))
 
     def _replace_whole(self, table: str, data: pa.Table) -> None:
         self.gen.tables[table] = [self.gens.write_part(table, "all", self.gen.id, data)]

@@ -216,6 +216,7 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("is_liger", pa.bool_()),
             ("sweep_key", pa.string()),
             ("kernel_key", pa.string()),
+            ("point_key", pa.string()),
             ("host_key", pa.string()),
         ]
     ),
@@ -272,6 +273,17 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("detectable_change", pa.float64()),
         ]
     ),
+    "fact_speedup_noise": pa.schema(
+        [
+            ("liger_series_digest", DIGEST),
+            ("baseline_series_digest", DIGEST),
+            ("metric", pa.string()),
+            ("history", pa.int64()),
+            ("spread", pa.float64()),
+            ("pool", pa.float64()),
+            ("noise", pa.float64()),
+        ]
+    ),
 }
 
 DESCRIPTIONS = {
@@ -312,6 +324,9 @@ DESCRIPTIONS = {
     "fact_series_noise": "One row per series: its run-to-run noise (against its sweep, and its "
     "sweep's shifts), read from its gh-pages run history, and the smallest change a verdict can see "
     "in it. Derived at publish by sql/derived/fact_series_noise.sql; docs/VERDICTS.md.",
+    "fact_speedup_noise": "One row per pairing of a Liger series with a baseline series: how much the "
+    "speedup of one over the other moves from one gh-pages run to the next, which decides when a "
+    "speedup is a tie. Derived at publish by sql/derived/fact_speedup_noise.sql; docs/VERDICTS.md.",
 }
 
 DIMENSIONS = ("dim_protocol", "dim_workload", "dim_environment", "dim_implementation")
@@ -320,7 +335,14 @@ DIGEST_COLUMN["dim_upstream_revision"] = "revision_digest"
 TABLES = tuple(SCHEMAS)
 # Derived tables written by the SQL models in sql/derived/, in the order they are built: each
 # may read the ones before it.
-SQL_MODELS = ("dim_series", "dim_build", "fact_run_point", "fact_build_point", "fact_series_noise")
+SQL_MODELS = (
+    "dim_series",
+    "dim_build",
+    "fact_run_point",
+    "fact_build_point",
+    "fact_series_noise",
+    "fact_speedup_noise",
+)
 # Derived tables are computed from a staged generation by later assets; ingest never writes
 # or carries them over, so a generation never publishes one computed from older facts.
 DERIVED = ("fact_change_point", "change_point_state", *SQL_MODELS)

@@ -4,11 +4,18 @@
 -- snapshot of a main-branch CSV) with the same GPU, workload, mode, metric and Liger version,
 -- so host drift cancels out. Liger is every provider named liger*; every other provider
 -- (torch, huggingface, torch_compile, ...) is a baseline. `speedup` > 1 means Liger is better:
--- baseline p50 / Liger p50 for ms and MB. `winner` is 'tie' while the p20-p80 bands overlap.
+-- baseline p50 / Liger p50 for ms and MB. `winner` is 'tie' unless the speedup is beyond the
+-- threshold and beyond the pairing's run-to-run noise (`speedup_noise`, see `speedup_winner`).
 create or replace view speedups as
 with revision as (
     select revision_digest, coalesce(run, commit) as label
     from dim_upstream_revision
+),
+-- What a pairing without gh-pages history is judged against: its metric's pooled noise.
+speedup_pool as (
+    select metric, any_value(pool) as noise
+    from fact_speedup_noise
+    group by metric
 ),
 -- Every result with what a pair shows of it; the dimensions are joined to the pairs.
 result as (
@@ -158,11 +165,16 @@ select
         when lower_is_better(s.unit) then s.baseline_p50 / nullif(s.liger_p50, 0)
         else s.liger_p50 / nullif(s.baseline_p50, 0)
     end as speedup,
-    case
-        when s.liger_p20 <= s.baseline_p80 and s.baseline_p20 <= s.liger_p80 then 'tie'
-        when (s.liger_p50 < s.baseline_p50) = coalesce(lower_is_better(s.unit), true) then 'liger'
-        else 'baseline'
-    end as winner,
+    speedup_winner(
+        case
+            when lower_is_better(s.unit) then s.baseline_p50 / nullif(s.liger_p50, 0)
+            else s.liger_p50 / nullif(s.baseline_p50, 0)
+        end,
+        coalesce(n.noise, pool.noise),
+        1,
+        regression_threshold()
+    ) as winner,
+    coalesce(n.noise, pool.noise) as speedup_noise,
     s.liger_p20,
     s.liger_p80,
     s.baseline_p20,
@@ -182,4 +194,6 @@ join dim_protocol as p using (protocol_digest)
 join dim_workload as w using (workload_digest)
 join dim_environment as e using (environment_digest)
 left join dim_version as v on v.liger_version = s.liger_version
-left join revision as r on r.revision_digest = s.first_revision_digest;
+left join revision as r on r.revision_digest = s.first_revision_digest
+left join fact_speedup_noise as n using (liger_series_digest, baseline_series_digest)
+left join speedup_pool as pool on pool.metric = s.metric;

@@ -6,11 +6,13 @@
 --   prior_steps   the pooled noise of similar series weighs as much as this many run steps
 --   sweep_quantile  a sweep's noise is read from this quantile of its historical shifts
 --   min_history   fewer run steps than this and a series is never called `unchanged`
+--   speedup_z     a speedup wins when it is this many times its pairing's noise from 1
 create or replace macro verdict_rule() as {
     'significance': 5.0,
     'equivalence': 0.25,
     'confidence_z': 1.645,
     'prior_steps': 10.0,
     'sweep_quantile': 0.75,
-    'min_history': 5
+    'min_history': 5,
+    'speedup_z': 3.0
 };

@@ -62,9 +62,7 @@ class UpstreamResource(dg.ConfigurableResource):
             backoff_base=self.backoff_seconds,
             max_bytes=self.max_download_mb * 1024 * 1024,
         )
-        return UpstreamSettings(
-            self.upstream, self.api_base, self.raw_base, self.github_token or None, policy=policy
-        )
+        return UpstreamSettings(self.upstream, self.api_base, self.raw_base, self.github_token or None, policy=policy)
 
     def open(self, state: Storage) -> Upstream:
         return open_upstream(self.settings(), state)

@@ -136,9 +136,7 @@ def _decode(data: bytes, where: str) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
-        raise FileRejected(
-            f"{where}, line {line}: not UTF-8 (byte {data[exc.start]:#04x})"
-        ) from None
+        raise FileRejected(f"{where}, line {line}: not UTF-8 (byte {data[exc.start]:#04x})") from None
 
 
 def _lines(text: str) -> list[tuple[str, str]]:
@@ -202,9 +200,7 @@ def _positions(header: str, where: str) -> tuple[int, ...]:
         if not detail:
             detail.append("duplicate column names")
         first = header[:60]
-        raise FileRejected(
-            f"{where}, line 1: not a Liger CSV header ({'; '.join(detail)}): {first!r}"
-        )
+        raise FileRejected(f"{where}, line 1: not a Liger CSV header ({'; '.join(detail)}): {first!r}")
     return tuple(names.index(c) for c in COLUMNS)
 
 

@@ -123,8 +123,7 @@ def parse_row(fields: list[str], now: datetime | None = None) -> Row:
     )
     _printable(fields)
     p50, p20, p80 = (
-        _number(n, t)
-        for n, t in zip(("y_value_50", "y_value_20", "y_value_80"), fields[8:11], strict=True)
+        _number(n, t) for n, t in zip(("y_value_50", "y_value_20", "y_value_80"), fields[8:11], strict=True)
     )
     if not p20 <= p50 <= p80:
         raise RowRejected(f"quantiles out of order: p20={p20} p50={p50} p80={p80}")

@@ -70,8 +70,11 @@ def _content(rows: ReportData) -> tuple[dict[str, dict], str, list[str]]:
     parts.append(
         _section("change-points", "Change points", CHANGE_POINTS_TEXT, "change-points" in specs, rows.change_points)
     )
+    if any(r["too_noisy"] for r in rows.noise_counts):
+        specs["noise"] = charts.to_spec(charts.noise_chart(rows.noise_counts), rows.noise_counts)
+    parts.append(_section("noise", "Benchmarks too noisy to guard", NOISE_TEXT, "noise" in specs, rows.noise))
     parts.append(_footer(rows))
-    overview = [c for c in ("speedup", "regressions", "change-points") if c in specs]
+    overview = [c for c in ("speedup", "regressions", "change-points", "noise") if c in specs]
     if p50_ids:
         overview.insert(1, _busiest_kernel(rows, p50_ids))
     return specs, "\n".join(parts), overview
@@ -109,16 +112,25 @@ SPEEDUP_TEXT = (
 )
 P50_TEXT = (
     "p50 of every implementation across Liger versions, one chart per kernel and one panel per GPU, "
-    "with the p20&ndash;p80 band as a bar (the <code>version_history</code> view: when a version has several "
-    "results in a series, the most recently observed one stands for it). Raw timings at different x "
+    "with the p20&ndash;p80 band as a bar (the <code>version_history</code> view, release builds: a release "
+    "stands on the median of its release run and the other runs of its commit, else on its main-branch "
+    "rows). Raw timings at different x "
     "values are not comparable, so each kernel is shown at <b>one representative workload</b>: the one "
     "measured in the most versions, then on the most GPUs and providers, then the largest x. Pick the "
     "measurement (metric · pass) above each chart; y scales are per GPU."
 )
 REGRESSIONS_TEXT = (
-    "From the <code>regressions</code> view: consecutive version points of each Liger series whose p50 "
-    "moved by more than the threshold (5% unless set) with non-overlapping p20&ndash;p80 bands. The table "
-    "lists the regressions of Liger implementations, newest version step first, largest change first."
+    "From the <code>regressions</code> view: consecutive builds (releases and nightly runs) of each Liger "
+    "series whose p50 moved by more than the threshold (5% unless set), also once the baselines' drift is "
+    "taken out, and by more than the series' run-to-run noise allows (docs/VERDICTS.md). The table lists "
+    "the regressions of Liger implementations, newest build first, largest change first."
+)
+NOISE_TEXT = (
+    "From the <code>series_noise</code> view: for every Liger speed series, the smallest change that one "
+    "run against one run can call a regression without false alarms, read from its gh-pages run history. "
+    "The chart counts, per kernel and pass, the series that cannot see a 25% change; the table lists "
+    "them, noisiest first. Their verdicts are mostly <code>inconclusive</code>: these benchmarks need "
+    "more repetitions upstream before they can guard anything."
 )
 CHANGE_POINTS_TEXT = (
     "From the <code>change_points</code> view: the gh-pages runs where a Liger series' p50 shifted, found "
@@ -135,6 +147,7 @@ def _header(rows: ReportData) -> str:
             ("p50", "p50 per kernel"),
             ("regressions", "regressions"),
             ("change-points", "change points"),
+            ("noise", "noise"),
         )
     )
     return (

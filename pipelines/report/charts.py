@@ -201,10 +201,33 @@ def regression_counts_chart(rows: list[dict]) -> alt.TopLevelMixin:
             height=240,
             title=alt.Title(
                 "Liger regressions and improvements per version step",
-                subtitle="Series whose p50 moved past the threshold with non-overlapping p20\u2013p80 bands",
+                subtitle="Series whose p50 moved past the threshold and out of its run-to-run noise (docs/VERDICTS.md)",
             ),
         )
     )
+
+
+def noise_chart(rows: list[dict]) -> alt.TopLevelMixin:
+    """How many Liger speed series of each kernel and pass cannot see a 25% change."""
+    return (
+        alt.Chart(DATA)
+        .transform_filter("datum.too_noisy > 0")
+        .transform_calculate(label="datum.kernel + ' · ' + datum.mode + ' · ' + datum.gpu")
+        .mark_bar(color="#c0392b")
+        .encode(
+            y=alt.Y("label:N", sort="-x", title=None),
+            x=alt.X("too_noisy:Q", title="Liger speed series too noisy to see a 25% change"),
+            tooltip=["kernel:N", "mode:N", "gpu:N", "series:Q", "too_noisy:Q",
+                     alt.Tooltip("median_detectable_change:Q", format=".0%")],
+        )
+        .properties(
+            width=700,
+            title=alt.Title(
+                "Benchmarks too noisy to guard a 25% change",
+                subtitle="Smallest change one run against one run can call, from each series' gh-pages history",
+            ),
+        )
+    )  # fmt: skip
 
 
 def change_point_counts_chart(rows: list[dict]) -> alt.TopLevelMixin:

@@ -1,8 +1,8 @@
 """What the report shows, read from the public views of liger.duckdb (read-only).
 
 Every number comes from a view in ``sql/``: ``version_history`` (one point per series and
-version), ``speedup_history`` (Liger against each baseline in the same run), ``regressions`` and
-``change_points``. This module only narrows and aggregates them to a size a page can hold; what
+build; the report draws the release builds), ``speedup_history`` (Liger against each baseline in
+the same run), ``regressions``, ``change_points`` and ``series_noise``. This module only narrows and aggregates them to a size a page can hold; what
 a point, a regression or a change point is stays the views' business.
 
 Two aggregation choices keep the page small and honest:
@@ -21,13 +21,14 @@ from dataclasses import dataclass, field
 
 import duckdb
 
-PUBLIC_VIEWS = ("version_history", "speedup_history", "regressions", "change_points")
+PUBLIC_VIEWS = ("version_history", "speedup_history", "regressions", "change_points", "series_noise")
 TABLE_ROWS = 100
 
 # An implementation as a reader names it: the provider, plus the backend when the provider's
-# name does not already say it (torch on the cuTile file is not torch on Triton).
+# name does not already say it (Liger on the cuTile file is not Liger on Triton). Baselines have
+# no Liger backend.
 IMPLEMENTATION = (
-    "case when backend = 'triton' or ends_with(provider, backend) then provider "
+    "case when backend is null or backend = 'triton' or ends_with(provider, backend) then provider "
     "else provider || ' (' || backend || ')' end"
 )
 
@@ -49,21 +50,22 @@ order by kernel
 
 P50_SQL = f"""
 select h.kernel, h.metric || ' · ' || h.mode || ' (' || h.unit || ')' as measurement, h.metric, h.mode, h.unit, h.gpu,
-       {IMPLEMENTATION} as implementation, h.liger_version as version, h.version_rank,
-       h.p20, h.p50, h.p80, h.version_results as results
+       {IMPLEMENTATION} as implementation, h.liger_version as version, h.build_rank as version_rank,
+       h.p20, h.p50, h.p80, h.runs as results
 from report_points as h
 join representative as r using (kernel, workload)
-order by h.kernel, measurement, h.gpu, implementation, h.version_rank
+order by h.kernel, measurement, h.gpu, implementation, h.build_rank
 """
 
 SPEEDUP_SQL = """
-select kernel, gpu, mode, liger_provider, baseline_provider, liger_version as version, version_rank,
-       exp(avg(ln(speedup))) as speedup, min(speedup) as min_speedup, max(speedup) as max_speedup,
+select h.kernel, h.gpu, h.mode, h.liger_provider, h.baseline_provider, h.build as version, h.build_rank as version_rank,
+       exp(avg(ln(h.speedup))) as speedup, min(h.speedup) as min_speedup, max(h.speedup) as max_speedup,
        count(*) as workloads
-from speedup_history
-where metric = 'speed' and speedup > 0
+from speedup_history as h
+join dim_build as b using (build)
+where h.metric = 'speed' and h.speedup > 0 and b.build_kind = 'release'
 group by all
-order by kernel, gpu, mode, liger_provider, baseline_provider, version_rank
+order by h.kernel, h.gpu, h.mode, h.liger_provider, h.baseline_provider, version_rank
 """
 
 # The long workload slug goes last so the numbers stay in view in a narrow window.
@@ -72,9 +74,9 @@ REGRESSION_COLUMNS = (
     "base_p50", "head_p50", "unit", "change", "workload",
 )  # fmt: skip
 REGRESSION_COUNTS_SQL = """
-select head_version as version, any_value(v.version_rank) as version_rank, verdict, count(*) as steps
+select head_version as version, any_value(b.build_rank) as version_rank, verdict, count(*) as steps
 from regressions as r
-join dim_version as v on v.liger_version = r.head_version
+join dim_build as b on b.build = r.head_version
 where starts_with(provider, 'liger') and verdict in ('regression', 'improvement')
 group by head_version, verdict
 order by version_rank, verdict
@@ -91,6 +93,21 @@ where starts_with(provider, 'liger')
 group by run, run_seq, verdict
 order by run_seq, verdict
 """
+
+
+# How many Liger series of each kernel and pass are too noisy to guard a 25% change, one run
+# against one run (docs/VERDICTS.md): a finding worth showing upstream.
+NOISE_THRESHOLD = 0.25
+NOISE_COUNTS_SQL = f"""
+select kernel, mode, gpu, count(*) as series,
+       count(*) filter (where detectable_change > {NOISE_THRESHOLD}) as too_noisy,
+       median(detectable_change) as median_detectable_change
+from series_noise
+where is_liger and metric = 'speed' and history >= 5
+group by all
+order by too_noisy desc, series desc, kernel, mode, gpu
+"""
+NOISE_COLUMNS = ("kernel", "mode", "provider", "gpu", "workload", "detectable_change", "noise", "history")
 
 
 @dataclass
@@ -116,6 +133,8 @@ class ReportData:
     regressions: Table | None = None
     change_point_counts: list[dict] = field(default_factory=list)
     change_points: Table | None = None
+    noise_counts: list[dict] = field(default_factory=list)
+    noise: Table | None = None
 
 
 def _dicts(con: duckdb.DuckDBPyConnection, sql: str) -> list[dict]:
@@ -155,7 +174,9 @@ def load(con: duckdb.DuckDBPyConnection) -> ReportData:
     data = ReportData(generation, created_at, _counts(con), [v for v in PUBLIC_VIEWS if v not in views])
     if "version_history" in views:
         # Read the view once: the representative workloads and their points both come from it.
-        con.execute("create or replace temp table report_points as select * from version_history")
+        con.execute(
+            "create or replace temp table report_points as select * from version_history where build_kind = 'release'"
+        )
         data.representative = _dicts(con, REPRESENTATIVE_SQL)
         data.p50 = _dicts(con, f"with representative as ({REPRESENTATIVE_SQL}) {P50_SQL}")
     if "speedup_history" in views:
@@ -176,12 +197,21 @@ def load(con: duckdb.DuckDBPyConnection) -> ReportData:
         data.change_points = _table(
             con, "change_points", liger, CHANGE_POINT_COLUMNS, "run_seq desc, abs(change) desc, kernel"
         )
+    if "series_noise" in views:
+        data.noise_counts = _dicts(con, NOISE_COUNTS_SQL)
+        data.noise = _table(
+            con,
+            "series_noise",
+            f"is_liger and metric = 'speed' and history >= 5 and detectable_change > {NOISE_THRESHOLD}",
+            NOISE_COLUMNS,
+            "detectable_change desc, kernel, mode, workload",
+        )
     return data
 
 
 def _ranked_regressions() -> str:
-    """``regressions`` with the head version's release rank, to list the newest steps first."""
+    """``regressions`` with the head build's rank, to list the newest steps first."""
     return (
-        "(select r.*, v.version_rank as head_version_rank from regressions as r "
-        "join dim_version as v on v.liger_version = r.head_version)"
+        "(select r.*, b.build_rank as head_version_rank from regressions as r "
+        "join dim_build as b on b.build = r.head_version)"
     )

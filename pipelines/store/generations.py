@@ -127,8 +127,7 @@ class GenerationStore:
             lock.acquire()
         except Timeout:
             raise RefreshBusy(
-                f"another refresh of {self.storage.url} is running (lock {lock.lock_file}); "
-                "wait for it to finish"
+                f"another refresh of {self.storage.url} is running (lock {lock.lock_file}); wait for it to finish"
             ) from None
         return lock
 
@@ -153,9 +152,7 @@ class GenerationStore:
             return Part(key="all", file=file, rows=data.num_rows)
         return self.write_part(table, "all", name, data)
 
-    def read_parts(
-        self, table: str, parts: Iterable[Part], columns: list[str] | None = None
-    ) -> pa.Table:
+    def read_parts(self, table: str, parts: Iterable[Part], columns: list[str] | None = None) -> pa.Table:
         tables = [self._read(p.file, columns) for p in parts]
         if not tables:
             base = empty(table)
@@ -188,6 +185,4 @@ class RunLedger:
 
     def staged(self, run_id: str) -> str | None:
         key = self._key(run_id)
-        return (
-            json.loads(self.storage.read_text(key))["staged"] if self.storage.exists(key) else None
-        )
+        return json.loads(self.storage.read_text(key))["staged"] if self.storage.exists(key) else None

@@ -82,9 +82,7 @@ class RawStore:
 
     def get(self, content: str) -> bytes:
         """The bytes of a snapshot, checked against its address."""
-        data = bounded_gunzip(
-            self.storage.read_bytes(self._snapshot_key(content)), self.max_bytes, content
-        )
+        data = bounded_gunzip(self.storage.read_bytes(self._snapshot_key(content)), self.max_bytes, content)
         if content_digest(data) != content:
             raise ValueError(f"raw snapshot {content} is corrupt: its bytes hash differently")
         return data

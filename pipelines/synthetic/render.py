@@ -43,9 +43,7 @@ def field(text: str) -> str:
     return text
 
 
-def measurements(
-    group: Group, gpu: str, release: int, rng: np.random.Generator
-) -> list[tuple[str, str, str]]:
+def measurements(group: Group, gpu: str, release: int, rng: np.random.Generator) -> list[tuple[str, str, str]]:
     """(p50, p20, p80) text per x value, with p20 <= p50 <= p80 after float32 rounding."""
     n = len(group.x_values)
     x = np.maximum([x_number(group, i) for i in range(n)], 1e-9)
@@ -74,8 +72,7 @@ def group_lines(
     tail = f"{field(group.config)},{field(gpu)},{when.strftime(TIMESTAMP)},{version}"
     values = measurements(group, gpu, release, rng)
     return [
-        f"{head},{field(x)},{p50},{p20},{p80},{tail}"
-        for x, (p50, p20, p80) in zip(group.x_values, values, strict=True)
+        f"{head},{field(x)},{p50},{p20},{p80},{tail}" for x, (p50, p20, p80) in zip(group.x_values, values, strict=True)
     ]
 
 

@@ -103,9 +103,7 @@ class HttpClient:
     def close(self) -> None:
         self._client.close()
 
-    def get(
-        self, url: str, *, what: str, conditional: bool = False, accept: str | None = None
-    ) -> Fetched | None:
+    def get(self, url: str, *, what: str, conditional: bool = False, accept: str | None = None) -> Fetched | None:
         """GET ``url``; None on 404. ``what`` names the revision or listing in errors."""
         if not url.startswith(("http://", "https://")):
             raise UpstreamError(f"{what}: refusing non-HTTP URL {url}")
@@ -132,14 +130,10 @@ class HttpClient:
             headers["If-None-Match"] = cached["etag"]
         return headers
 
-    def _get_once(
-        self, url: str, what: str, conditional: bool, accept: str | None
-    ) -> Fetched | None:
+    def _get_once(self, url: str, what: str, conditional: bool, accept: str | None) -> Fetched | None:
         self.requests += 1
         try:
-            with self._client.stream(
-                "GET", url, headers=self._headers(url, conditional, accept)
-            ) as resp:
+            with self._client.stream("GET", url, headers=self._headers(url, conditional, accept)) as resp:
                 return self._read(resp, url, what, conditional)
         except httpx.TooManyRedirects:
             # A CDN caught in a loop recovers like a 5xx does; the retries stay bounded.
@@ -187,9 +181,7 @@ class HttpClient:
                 return max(0.0, float(after))
             except ValueError:
                 return None
-        if headers.get("X-RateLimit-Remaining") == "0" and (
-            reset := headers.get("X-RateLimit-Reset")
-        ):
+        if headers.get("X-RateLimit-Remaining") == "0" and (reset := headers.get("X-RateLimit-Reset")):
             try:
                 return max(0.0, float(reset) - time.time())
             except ValueError:

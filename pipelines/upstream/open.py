@@ -46,9 +46,7 @@ def open_upstream(settings: UpstreamSettings, state: Storage) -> Upstream:
         http = HttpClient(settings.policy, settings.token, ConditionalCache(state))
         return GitHubUpstream(repo, settings.api_base, settings.raw_base, http, settings.paths)
     if "://" in spec:
-        raise UpstreamError(
-            f"upstream {spec!r}: only github:OWNER/REPO or a local directory are allowed"
-        )
+        raise UpstreamError(f"upstream {spec!r}: only github:OWNER/REPO or a local directory are allowed")
     root = Path(spec).expanduser()
     if not root.is_dir():
         raise UpstreamError(f"upstream {spec!r}: no such directory")

@@ -56,9 +56,7 @@ def _parse_runs(text: str, problems: list[str]) -> list[RevisionRef]:
         if not is_valid_run_name(run):
             problems.append(f"{RUNS_PATH} line {lineno}: invalid run name {run!r} skipped")
             continue
-        refs.append(
-            RevisionRef(source=GH_PAGES, path=run_path(run), commit=run, run=run, seq=len(refs) + 1)
-        )
+        refs.append(RevisionRef(source=GH_PAGES, path=run_path(run), commit=run, run=run, seq=len(refs) + 1))
     return refs
 
 
@@ -74,9 +72,7 @@ def _golden(body: bytes | None, problems: list[str]) -> bytes | None:
     try:
         data = json.loads(body)
         runs = data.get("golden_commits") or {}
-        valid = isinstance(runs, dict) and all(
-            isinstance(k, str) and isinstance(v, str) for k, v in runs.items()
-        )
+        valid = isinstance(runs, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in runs.items())
     except (ValueError, AttributeError):
         valid = False
     if not valid:
@@ -101,9 +97,7 @@ def _commit_refs(path: str, commits: list[dict]) -> list[RevisionRef]:
         if not re.fullmatch(r"[0-9a-f]{40}", sha):
             raise UpstreamError(f"list of commits for {path}: invalid sha {sha!r}")
         commit = item.get("commit") or {}
-        when = (commit.get("committer") or {}).get("date") or (commit.get("author") or {}).get(
-            "date"
-        )
+        when = (commit.get("committer") or {}).get("date") or (commit.get("author") or {}).get("date")
         message = (commit.get("message") or "").split("\n", 1)[0]
         refs.append(
             RevisionRef(
@@ -145,8 +139,7 @@ class GitHubUpstream:
 
     def _list_commits(self, path: str) -> list[dict]:
         url: str | None = (
-            f"{self.api_base.rstrip('/')}/repos/{self.repo}/commits"
-            f"?path={quote(path)}&per_page={self.per_page}"
+            f"{self.api_base.rstrip('/')}/repos/{self.repo}/commits?path={quote(path)}&per_page={self.per_page}"
         )
         commits: list[dict] = []
         while url:
@@ -161,9 +154,7 @@ class GitHubUpstream:
             try:
                 commits += json.loads(page.body)
             except ValueError as exc:
-                raise UpstreamError(
-                    f"list of commits for {path}: {url} is not JSON ({exc})"
-                ) from None
+                raise UpstreamError(f"list of commits for {path}: {url} is not JSON ({exc})") from None
             url = _same_origin(page.next_url, self.api_base, path)
         return commits
 
@@ -209,17 +200,11 @@ class MirrorUpstream:
         if runs_file.is_file():
             listing.revisions += _parse_runs(_text(runs_file.read_bytes()), listing.problems)
         golden = self.root / "gh-pages" / GOLDEN_PATH
-        listing.golden_commits = _golden(
-            golden.read_bytes() if golden.is_file() else None, listing.problems
-        )
+        listing.golden_commits = _golden(golden.read_bytes() if golden.is_file() else None, listing.problems)
         return listing
 
     def fetch(self, ref: RevisionRef) -> bytes:
-        rel = (
-            f"gh-pages/{ref.path}.gz"
-            if ref.source == GH_PAGES
-            else f"raw/{ref.commit}/{ref.path}.gz"
-        )
+        rel = f"gh-pages/{ref.path}.gz" if ref.source == GH_PAGES else f"raw/{ref.commit}/{ref.path}.gz"
         data = self._read_gz(check_path(rel), ref.label)
         if data is None:
             raise UpstreamError(f"{ref.label}: the mirror has no file {self.root / rel}")

@@ -4,7 +4,8 @@
 -- A series is the same kernel, pass, provider, backend, metric, GPU and workload across
 -- versions and sources (`series_digest`). Its *sweep* is every workload of the same kernel,
 -- pass, provider, backend, metric and GPU (the x-axis sweep upstream runs in one go); its
--- *kernel* is the sweep without the provider; its *host* is the GPU and metric. Verdicts take
+-- *kernel* is the sweep without the provider; its *point* is the kernel at its workload (what a
+-- Liger series and a baseline share when they are paired); its *host* is the GPU and metric. Verdicts take
 -- medians over these groups (docs/VERDICTS.md).
 -- Every result of a series has the same protocol, workload, GPU, provider and backend: any
 -- one of them names the series.
@@ -37,6 +38,7 @@ select
     starts_with(i.provider, 'liger') as is_liger,
     concat_ws('|', n.protocol_digest, w.kernel, n.environment_digest, i.provider, coalesce(i.backend, '')) as sweep_key,
     concat_ws('|', n.protocol_digest, w.kernel, n.environment_digest) as kernel_key,
+    concat_ws('|', n.protocol_digest, n.workload_digest, n.environment_digest) as point_key,
     concat_ws('|', n.environment_digest, n.metric, n.unit) as host_key
 from named as n
 join dim_protocol as p using (protocol_digest)

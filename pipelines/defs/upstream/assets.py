@@ -11,9 +11,7 @@ from pipelines.upstream.model import UpstreamListing
 
 # This asset materializes on every refresh, even when upstream holds nothing new (the tables
 # and the publish are skipped then), so its age is the time since the warehouse last refreshed.
-REFRESH_FRESHNESS = dg.FreshnessPolicy.time_window(
-    fail_window=timedelta(hours=72), warn_window=timedelta(hours=36)
-)
+REFRESH_FRESHNESS = dg.FreshnessPolicy.time_window(fail_window=timedelta(hours=72), warn_window=timedelta(hours=36))
 
 LISTING_SCHEMA = dg.TableSchema(
     columns=[
@@ -52,11 +50,7 @@ def upstream_snapshots(
     source = upstream.open(storage)
     listing = source.list()
     gens = warehouse.generations()
-    known = set(
-        gens.read_table(gens.current(), "dim_upstream_revision", ["revision_digest"])
-        .column(0)
-        .to_pylist()
-    )
+    known = set(gens.read_table(gens.current(), "dim_upstream_revision", ["revision_digest"]).column(0).to_pylist())
     fetched = fetch_revisions(
         source, warehouse.raw(), listing, known, lambda ref: context.log.info(f"stored {ref.label}")
     )

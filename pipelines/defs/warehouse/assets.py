@@ -36,15 +36,12 @@ def _table_specs() -> list[dg.AssetSpec]:
 def column_schema(table: str) -> dg.TableSchema:
     return dg.TableSchema(
         columns=[
-            dg.TableColumn(f.name, str(f.type), description=column_description(table, f.name))
-            for f in SCHEMAS[table]
+            dg.TableColumn(f.name, str(f.type), description=column_description(table, f.name)) for f in SCHEMAS[table]
         ]
     )
 
 
-def _table_results(
-    gen: Generation, prior: Generation, extra: dict[str, dict]
-) -> list[dg.MaterializeResult]:
+def _table_results(gen: Generation, prior: Generation, extra: dict[str, dict]) -> list[dg.MaterializeResult]:
     """One materialization per table: each is a new version, even when all its parts are reused."""
     results = []
     for table in INGESTED:

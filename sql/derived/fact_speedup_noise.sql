@@ -1,0 +1,62 @@
+-- fact_speedup_noise: one row per pairing of a Liger series with a baseline series (same
+-- kernel, pass, metric, GPU and workload): how much the speedup of one over the other moves
+-- from one gh-pages run to the next. Materialized at publish (a derived table); the `speedups`
+-- winner reads it (docs/VERDICTS.md).
+--
+-- `spread` is the robust scale of one run's log speedup: median |step| / 0.6745 / sqrt(2) over
+-- the steps between consecutive runs that hold both (`history`). Like a series' noise it is
+-- pulled toward the median of the pairings of its metric with the weight of
+-- `verdict_rule().prior_steps` steps; `noise` is the result.
+with point as (
+    select p.run, p.run_seq, p.series_digest, p.p50, s.point_key, s.metric, s.is_liger
+    from fact_run_point as p
+    join dim_series as s using (series_digest)
+    where p.p50 > 0
+),
+pairing as (
+    select
+        l.series_digest as liger_series_digest,
+        b.series_digest as baseline_series_digest,
+        l.metric,
+        l.run_seq,
+        ln(b.p50 / l.p50) as log_speedup
+    from point as l
+    join point as b using (run, point_key)
+    where l.is_liger and not b.is_liger
+),
+step as (
+    select
+        *,
+        log_speedup - lag(log_speedup) over (
+            partition by liger_series_digest, baseline_series_digest order by run_seq
+        ) as step
+    from pairing
+),
+own as (
+    select
+        liger_series_digest,
+        baseline_series_digest,
+        any_value(metric) as metric,
+        count(step) as history,
+        median(abs(step)) / 0.6744897501960817 / sqrt(2) as spread
+    from step
+    group by liger_series_digest, baseline_series_digest
+),
+pooled as (
+    select metric, median(spread) filter (where history >= verdict_rule().min_history) as pool
+    from own
+    group by metric
+)
+select
+    o.liger_series_digest,
+    o.baseline_series_digest,
+    o.metric,
+    o.history,
+    o.spread,
+    p.pool,
+    sqrt(
+        (o.history * coalesce(o.spread, 0) ^ 2 + verdict_rule().prior_steps * coalesce(p.pool, 0) ^ 2)
+        / (o.history + verdict_rule().prior_steps)
+    ) as noise
+from own as o
+left join pooled as p using (metric);
