@@ -1,0 +1,178 @@
+"""What the verdict benchmark reads from a warehouse: the anchor rules' cases, the series'
+groups, the new rule's verdicts (``compare_runs``), and the same verdicts with each series'
+noise recomputed under other constants in a scratch copy of ``liger.duckdb``.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+
+import duckdb
+from scipy.stats import norm
+
+from benchmarks.verdict_rules import Case, Point
+from pipelines.derived import model_sql
+
+# The 0.75 quantile of |normal| that sql/derived/fact_series_noise.sql divides by: the model
+# hardcodes it whatever `verdict_rule().sweep_quantile` says (see ``Scratch.recompute``).
+SWEEP_SCALE_TEXT = "1.1503493803760079"
+
+CASES_SQL = """
+with base as (
+    select seq from dim_upstream_revision where source = 'gh-pages' and run = $base
+),
+prior as (
+    select series_digest, list(p50 order by run_seq) as prior
+    from fact_run_point
+    where run_seq <= (select seq from base)
+    group by series_digest
+),
+-- the dashboard's golden run of each kernel; the default commit for a kernel it does not name
+golden_run as (
+    select k.kernel, coalesce(g.run, (select any_value(run) from golden_commit where is_default)) as run
+    from (select distinct kernel from dim_series) as k
+    left join golden_commit as g using (kernel)
+),
+golden as (
+    select s.series_digest, any_value(gp.p50) as golden_p50, any_value(gs.gpu) as golden_gpu
+    from dim_series as s
+    join golden_run as r using (kernel)
+    join fact_run_point as gp on gp.run = r.run
+    join dim_series as gs
+        on gs.series_digest = gp.series_digest
+        and gs.kernel = s.kernel and gs.mode = s.mode and gs.provider = s.provider
+        and gs.backend is not distinct from s.backend and gs.metric = s.metric and gs.workload = s.workload
+    group by s.series_digest
+)
+select
+    s.series_digest,
+    lower_is_better(s.unit) as lower_is_better,
+    b.p20, b.p50, b.p80,
+    h.p20, h.p50, h.p80,
+    coalesce(p.prior, []) as prior,
+    g.golden_p50,
+    g.golden_gpu is not null and g.golden_gpu <> s.gpu as golden_other_gpu
+from fact_run_point as b
+join fact_run_point as h using (series_digest)
+join dim_series as s using (series_digest)
+left join prior as p using (series_digest)
+left join golden as g using (series_digest)
+where b.run = $base and h.run = $head and b.p50 > 0 and h.p50 > 0
+order by s.series_digest
+"""
+
+
+@dataclass(frozen=True)
+class Series:
+    """What the benchmark groups a series by."""
+
+    metric: str
+    is_liger: bool
+    sweep_key: str
+
+
+@dataclass
+class Comparison:
+    """The anchor rules' cases of one base and head run, and how many of those series the
+    dashboard would judge against a golden run measured on another GPU."""
+
+    cases: list[Case]
+    golden_other_gpu: int
+
+
+def series(con: duckdb.DuckDBPyConnection, run: str) -> dict[str, Series]:
+    """The series of ``run``."""
+    rows = con.execute(
+        "select series_digest, metric, is_liger, sweep_key from fact_run_point join dim_series using (series_digest) "
+        "where run = ?",
+        [run],
+    ).fetchall()
+    return {digest: Series(metric, liger, sweep) for digest, metric, liger, sweep in rows}
+
+
+def comparison(con: duckdb.DuckDBPyConnection, base: str, head: str) -> Comparison:
+    """The series with p50 > 0 in both runs, as the anchor rules see them."""
+    rows = con.execute(CASES_SQL, {"base": base, "head": head}).fetchall()
+    cases = [
+        Case(digest, lower, Point(b20, b50, b80), Point(h20, h50, h80), tuple(prior), golden)
+        for digest, lower, b20, b50, b80, h20, h50, h80, prior, golden, _ in rows
+    ]
+    return Comparison(cases, sum(1 for *_, other in rows if other))
+
+
+def new_rule(con: duckdb.DuckDBPyConnection, base: str, head: str) -> dict[str, str]:
+    """The verdict of ``compare_runs(base, head)`` per series."""
+    return dict(con.execute("select series_digest, verdict from compare_runs(?, ?)", [base, head]).fetchall())
+
+
+def _literal(value: object) -> str:
+    if isinstance(value, Decimal | float):
+        return repr(float(value))
+    if isinstance(value, int):
+        return str(value)
+    raise TypeError(f"verdict_rule() constant of unexpected type: {value!r}")
+
+
+@dataclass(frozen=True)
+class Setting:
+    """Constants of ``verdict_rule()`` to measure the new rule with; ``scale`` as in ``Scratch.recompute``."""
+
+    label: str
+    overrides: tuple[tuple[str, float], ...] = ()
+    scale: bool = True
+
+
+SENSITIVITY = (
+    Setting("defaults"),
+    *(Setting(f"significance {v:g}", (("significance", v),)) for v in (4.0, 6.0)),
+    *(Setting(f"equivalence {v:.0%}", (("equivalence", v),)) for v in (0.20, 0.30)),
+    *(Setting(f"prior_steps {v:g}", (("prior_steps", v),)) for v in (5.0, 20.0)),
+    *(Setting(f"sweep_quantile {v:g}", (("sweep_quantile", v),)) for v in (0.5, 0.9)),
+    *(Setting(f"sweep_quantile {v:g}, 0.75 scale kept", (("sweep_quantile", v),), scale=False) for v in (0.5, 0.9)),
+)
+
+
+class Scratch:
+    """A read-write copy of a warehouse's ``liger.duckdb`` whose series noise is recomputed from
+    ``sql/derived/fact_series_noise.sql`` under other ``verdict_rule()`` constants, or without
+    some run steps. Its views still read the warehouse's Parquet files, which are never written;
+    the copy is deleted on ``close``.
+    """
+
+    def __init__(self, database: Path, path: Path) -> None:
+        shutil.copyfile(database, path)
+        self.path = path
+        self.con = duckdb.connect(str(path))
+        self.defaults: dict = self.con.execute("select verdict_rule()").fetchone()[0]
+        # The run steps do not depend on the constants: computed once.
+        self.con.execute("create table run_steps_all as select * from run_steps")
+        self.con.execute("drop view fact_series_noise")
+
+    def recompute(self, overrides: dict[str, float], without_run: str | None = None, scale: bool = True) -> None:
+        """Replace ``verdict_rule()`` by the defaults with ``overrides`` and rebuild the series noise
+        from the run steps, leaving out every step into or out of ``without_run``.
+
+        With ``scale`` the sweep spread is scaled by the normal quantile that matches the
+        rule's ``sweep_quantile``; the model hardcodes the one for 0.75, so without ``scale``
+        another quantile is read against the 0.75 scale, as the SQL computes it today.
+        """
+        rule = {**self.defaults, **overrides}
+        body = ", ".join(f"'{name}': {_literal(value)}" for name, value in rule.items())
+        self.con.execute(f"create or replace macro verdict_rule() as {{{body}}}")
+        run = "'" + without_run.replace("'", "''") + "'" if without_run else None
+        where = f"where {run} not in (pair.base_key, pair.head_key)" if run else ""
+        self.con.execute(f"create or replace view run_steps as select * from run_steps_all {where}")
+        model = model_sql("fact_series_noise")
+        if SWEEP_SCALE_TEXT not in model:
+            raise RuntimeError(f"fact_series_noise.sql no longer divides by {SWEEP_SCALE_TEXT}; update the benchmark")
+        if scale:
+            quantile = float(rule["sweep_quantile"])
+            model = model.replace(SWEEP_SCALE_TEXT, repr(float(norm.ppf((1 + quantile) / 2))))
+        self.con.execute(f"create or replace table fact_series_noise as {model}")
+
+    def close(self) -> None:
+        self.con.close()
+        self.path.unlink(missing_ok=True)

@@ -1,0 +1,174 @@
+"""Known changes for the verdict benchmark: a copy of a real gh-pages run with seeded slowdowns
+and speedups (and optionally a host drift on every speed row), added to a copy of the mirror as
+a new run, and a warehouse refreshed over it by the real ``refresh`` job.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import os
+import random
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import dagster as dg
+import duckdb
+
+from benchmarks.probe import QUIET_LOGS
+from benchmarks.verdict_data import Series
+from pipelines import settings
+from pipelines.store.generations import GenerationStore
+from pipelines.store.storage import Storage
+from pipelines.upstream.sources import RUNS_PATH, run_path
+
+SLOWER, FASTER = 1.25, 0.8
+SLOWER_SHARE, FASTER_SHARE = 0.10, 0.05
+DRIFT = 1.08
+SCOPES = ("workload", "sweep")
+VALUE_COLUMNS = ("y_value_50", "y_value_20", "y_value_80")
+
+
+@dataclass(frozen=True)
+class Injection:
+    """The Liger series made slower (x1.25) and faster (x0.8) in the injected run."""
+
+    slower: frozenset[str]
+    faster: frozenset[str]
+
+    def truth(self, series_digest: str) -> str:
+        if series_digest in self.slower:
+            return "slower"
+        return "faster" if series_digest in self.faster else "untouched"
+
+    def factor(self, series_digest: str | None) -> float:
+        if series_digest in self.slower:
+            return SLOWER
+        return FASTER if series_digest in self.faster else 1.0
+
+
+def choose(run_series: dict[str, Series], scope: str, seed: int) -> Injection:
+    """10% of the Liger series (``scope`` 'workload') or of the Liger sweeps (every workload of
+    them, ``scope`` 'sweep') to slow down and another 5% to speed up, drawn with ``seed``."""
+    liger = sorted(d for d, s in run_series.items() if s.is_liger)
+    if scope == "workload":
+        units = [[d] for d in liger]
+    elif scope == "sweep":
+        sweeps: dict[str, list[str]] = {}
+        for digest in liger:
+            sweeps.setdefault(run_series[digest].sweep_key, []).append(digest)
+        units = [sweeps[key] for key in sorted(sweeps)]
+    else:
+        raise ValueError(f"scope must be one of {SCOPES}, not {scope!r}")
+    slow, fast = round(SLOWER_SHARE * len(units)), round(FASTER_SHARE * len(units))
+    picked = random.Random(seed).sample(units, slow + fast)
+    return Injection(
+        frozenset(d for unit in picked[:slow] for d in unit), frozenset(d for unit in picked[slow:] for d in unit)
+    )
+
+
+def line_series(con: duckdb.DuckDBPyConnection, run: str) -> dict[int, str]:
+    """The series of each data line of ``run``'s current benchmark.csv (its line number)."""
+    rows = con.execute(
+        """
+        select m.line_number, f.series_digest
+        from fact_revision_member as m
+        join dim_upstream_revision as r using (revision_digest)
+        join fact_result as f using (result_digest)
+        where r.source = 'gh-pages' and r.run = ? and r.is_head
+        """,
+        [run],
+    ).fetchall()
+    return dict(rows)
+
+
+def injected_csv(original: bytes, lines: dict[int, str], injection: Injection, drift: float) -> bytes:
+    """``original`` (a run's benchmark.csv) with p20, p50 and p80 of the injected series scaled,
+    and every speed row (any provider) also scaled by ``drift``. Other bytes are kept as written,
+    line ends included."""
+    text = original.decode("utf-8")
+    ending = "\r\n" if "\r\n" in text else "\n"
+    reader = csv.reader(io.StringIO(text, newline=""))
+    header = next(reader)
+    values = [header.index(c) for c in VALUE_COLUMNS]
+    metric = header.index("metric_name")
+    out = io.StringIO(newline="")
+    writer = csv.writer(out, lineterminator=ending)
+    writer.writerow(header)
+    touched: set[str] = set()
+    for row in reader:
+        digest = lines.get(reader.line_num)
+        factor = injection.factor(digest) * (drift if row and row[metric] == "speed" else 1.0)
+        if factor != 1.0 and digest is not None:
+            for i in values:
+                row[i] = repr(float(row[i]) * factor)
+            touched.add(digest)
+        writer.writerow(row)
+    missing = (injection.slower | injection.faster) - touched
+    if missing:
+        raise RuntimeError(f"{len(missing)} injected series have no row in the copied run")
+    written = out.getvalue()
+    # Keep the file's own ending: upstream files may end without a line break.
+    return (written if text.endswith(ending) else written.removesuffix(ending)).encode("utf-8")
+
+
+def copy_mirror(source: Path, target: Path) -> Path:
+    """A writable copy of a mirror directory (the shared mirror is read-only)."""
+    for path in sorted(source.rglob("*")):
+        if path.is_file():
+            (target / path.relative_to(source)).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, target / path.relative_to(source))
+    return target
+
+
+def mirror_with_run(mirror: Path, target: Path, run: str, csv_bytes: bytes) -> Path:
+    """``mirror`` (hard-linked) with ``run`` appended to commits.txt and its benchmark.csv.gz."""
+    shutil.copytree(mirror, target, copy_function=os.link)
+    runs = target / "gh-pages" / RUNS_PATH
+    names = runs.read_text().split()
+    runs.unlink()  # a hard link: the shared mirror copy keeps its list
+    runs.write_text("\n".join([*names, run]) + "\n")
+    path = target / "gh-pages" / f"{run_path(run)}.gz"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(gzip.compress(csv_bytes, mtime=0))
+    return target
+
+
+@contextmanager
+def _environment(values: dict[str, str]) -> Iterator[None]:
+    saved = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def refresh(root: Path, upstream: Path) -> None:
+    """One run of the real ``refresh`` job of warehouse ``root`` over mirror ``upstream``, in
+    this process; raises unless it succeeded and rejected no upstream file."""
+    from pipelines.definitions import load
+
+    with (
+        _environment({settings.WAREHOUSE_DIR: str(root), settings.UPSTREAM: str(upstream)}),
+        dg.DagsterInstance.ephemeral() as instance,
+    ):
+        result = (
+            load()
+            .resolve_job_def("refresh")
+            .execute_in_process(instance=instance, raise_on_error=False, run_config=QUIET_LOGS)
+        )
+    if not result.success:
+        failed = [e.step_key for e in result.all_events if e.event_type_value == "STEP_FAILURE"]
+        raise RuntimeError(f"refresh of {root} over {upstream} failed: steps {failed}")
+    rejected = GenerationStore(Storage(str(root))).current().summary.get("rejected", [])
+    if rejected:
+        raise RuntimeError(f"refresh of {root} rejected upstream files: {rejected}")

@@ -1,0 +1,268 @@
+"""Verdict quality on the real history: the new verdict rule beside four anchor rules.
+
+    python -m benchmarks.verdicts [--write] [--seeds 3] [--mirror DIR] [--work DIR] [--keep]
+
+One run builds a warehouse from the upstream mirror with the real ``refresh`` job and measures,
+side by side, the old rule, Liger's dashboard rule (10% over the golden run, and 10% over the
+base run), a Conbench lookback z-score, an Otava t-test (``benchmarks/verdict_rules.py``) and
+the new rule, ``compare_runs`` of the warehouse:
+
+* false positives: the series flagged between two runs of the same commit (``--pairs``);
+* recall: for each pair, a copy of the head run with x1.25 slowdowns in 10% and x0.8 speedups
+  in 5% of the Liger series (``workload``) or of the Liger sweeps (``sweep``), with and without
+  a x1.08 slowdown of every speed row (host drift), ``--seeds`` draws each. Each copy enters a
+  copy of the mirror as a new, newest gh-pages run, and a copy of the warehouse is refreshed
+  over it by the real job, so the new rule judges it with the noise the refresh computed;
+* coverage: the series not ``inconclusive`` (nor left unjudged by an anchor rule);
+* the new rule again with each series' noise recomputed without the judged run's steps, and
+  under other constants (``verdict_rule()``), in a scratch copy of ``liger.duckdb``;
+* ``compare_runs`` latency on the warehouse (fresh connection and warm, as
+  ``benchmarks/view_latency.py`` measures views).
+
+Results go to stdout (and, with ``--work`` or ``--keep``, to ``WORK/results.json``); with
+``--write`` they replace the section "How well it works" of docs/VERDICTS.md and the plot
+docs/verdicts-benchmark.png.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+
+import duckdb
+
+from benchmarks import verdict_report
+from benchmarks.verdict_data import SENSITIVITY, Scratch, comparison, new_rule, series
+from benchmarks.verdict_inject import (
+    DRIFT,
+    SCOPES,
+    choose,
+    copy_mirror,
+    injected_csv,
+    line_series,
+    mirror_with_run,
+    refresh,
+)
+from benchmarks.verdict_report import HELD_OUT, NEW
+from benchmarks.verdict_rules import ANCHOR_RULES
+from benchmarks.view_latency import measure
+from pipelines.upstream.sources import RUNS_PATH, run_path
+
+ROOT = Path(__file__).resolve().parent.parent
+MIRROR = ROOT.parent / "shared" / "upstream" / "liger-kernel"
+DOC = ROOT / "docs" / "VERDICTS.md"
+PAIRS = "7644a0f-v0.7.0:7644a0f,0a62700-v0.6.4:0a62700"
+SEEDS = 3
+LATENCY_RUNS = 7
+
+
+@dataclass
+class Record:
+    """The verdicts of one rule in one comparison, tallied by (metric, truth, verdict)."""
+
+    experiment: str  # 'identical', or the injection scope
+    pair: str
+    drift: float
+    seed: int | None
+    rule: str
+    tally: Counter = field(default_factory=Counter)
+
+
+@dataclass
+class Results:
+    records: list[Record]
+    pairs: list[tuple[str, str]]
+    seeds: int
+    latency: list
+    golden_other_gpu: dict[str, tuple[int, int]]
+    runs: int
+    newest_run: str
+    results: int
+    build_seconds: float
+    refresh_seconds: list[float]
+    default_mismatches: int
+    seconds: float = 0.0
+
+
+def _tally(verdicts: dict[str, str | None], compared: list[str], metrics: dict[str, str], truth) -> Counter:
+    return Counter((metrics[d], truth(d), verdicts.get(d) or "not judged") for d in compared)
+
+
+def evaluate(
+    database: Path, scratch: Path, base: str, head: str, truth: Callable[[str], str]
+) -> tuple[dict[str, Counter], int, int]:
+    """Every rule's verdicts on ``base`` -> ``head`` in the warehouse of ``database``, tallied;
+    how many series the dashboard judges against a golden run on another GPU; and how many
+    verdicts the scratch copy's recomputed default noise changes (0 unless recomputing drifts)."""
+    with duckdb.connect(str(database), read_only=True) as con:
+        pair = comparison(con, base, head)
+        metrics = {d: s.metric for d, s in series(con, head).items()}
+        verdicts = {name: {c.series_digest: rule(c) for c in pair.cases} for name, rule in ANCHOR_RULES.items()}
+        verdicts[NEW] = new_rule(con, base, head)
+    copy = Scratch(database, scratch / "scratch.duckdb")
+    try:
+        copy.recompute({}, without_run=head)
+        verdicts[HELD_OUT] = new_rule(copy.con, base, head)
+        for setting in SENSITIVITY:
+            copy.recompute(dict(setting.overrides), scale=setting.scale)
+            verdicts[f"{NEW}: {setting.label}"] = new_rule(copy.con, base, head)
+    finally:
+        copy.close()
+    mismatches = sum(verdicts[NEW][d] != verdicts[f"{NEW}: defaults"].get(d) for d in verdicts[NEW])
+    compared = [c.series_digest for c in pair.cases]
+    golden = sum(v is not None for v in verdicts["golden run +10%"].values())
+    tallies = {name: _tally(v, compared, metrics, truth) for name, v in verdicts.items()}
+    return tallies, (pair.golden_other_gpu, golden), mismatches
+
+
+def _untouched(_: str) -> str:
+    return "untouched"
+
+
+def _pairs(text: str) -> list[tuple[str, str]]:
+    pairs = [tuple(p.split(":")) for p in text.split(",") if p]
+    if not pairs or any(len(p) != 2 for p in pairs):
+        raise SystemExit(f"--pairs: expected BASE:HEAD[,BASE:HEAD...], not {text!r}")
+    return pairs  # type: ignore[return-value]
+
+
+def _log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def run(mirror_source: Path, work: Path, pairs: list[tuple[str, str]], seeds: int, latency_runs: int) -> Results:
+    started = time.perf_counter()
+    mirror = copy_mirror(mirror_source, work / "mirror")
+    base_warehouse = work / "warehouse"
+    clock = time.perf_counter()
+    refresh(base_warehouse, mirror)
+    build = time.perf_counter() - clock
+    database = base_warehouse / "liger.duckdb"
+    _log(f"built the warehouse from {mirror_source} in {build:.0f} s")
+    records: list[Record] = []
+    golden_other_gpu: dict[str, tuple[int, int]] = {}
+    mismatches = 0
+    for base, head in pairs:
+        tallies, golden_other_gpu[f"{base} → {head}"], wrong = evaluate(database, work, base, head, _untouched)
+        mismatches += wrong
+        records += [Record("identical", f"{base} → {head}", 1.0, None, rule, t) for rule, t in tallies.items()]
+    latency = [
+        measure(
+            database,
+            f"compare_runs('{base}', '{head}')",
+            f"select * from compare_runs('{base}', '{head}')",
+            latency_runs,
+        )
+        for base, head in pairs
+    ]
+    with duckdb.connect(str(database), read_only=True) as con:
+        heads = {head: (series(con, head), line_series(con, head)) for _, head in pairs}
+        counts = con.execute(
+            "select count(*) filter (where source = 'gh-pages' and is_upstream), "
+            "(select count(*) from fact_result) from dim_upstream_revision"
+        ).fetchone()
+    names = (mirror / "gh-pages" / RUNS_PATH).read_text().split()
+    refreshes: list[float] = []
+    index = 0
+    for base, head in pairs:
+        original = gzip.decompress((mirror / "gh-pages" / f"{run_path(head)}.gz").read_bytes())
+        run_series, lines = heads[head]
+        for seed in range(seeds):
+            for scope in SCOPES:
+                injection = choose(run_series, scope, seed)
+                for drift in (1.0, DRIFT):
+                    index += 1
+                    name = f"b{index:06x}"  # a new commit-like run name, newest in commits.txt
+                    upstream = mirror_with_run(
+                        mirror, work / "mirrors" / name, name, injected_csv(original, lines, injection, drift)
+                    )
+                    warehouse = work / "warehouses" / name
+                    shutil.copytree(base_warehouse, warehouse)
+                    clock = time.perf_counter()
+                    refresh(warehouse, upstream)
+                    refreshes.append(time.perf_counter() - clock)
+                    tallies, _, wrong = evaluate(warehouse / "liger.duckdb", work, base, name, injection.truth)
+                    mismatches += wrong
+                    records += [Record(scope, f"{base} → {head}", drift, seed, rule, t) for rule, t in tallies.items()]
+                    _log(
+                        f"{base} → copy of {head} ({name}): {scope}, seed {seed}, drift x{drift:g}: "
+                        f"refresh {refreshes[-1]:.0f} s"
+                    )
+                    shutil.rmtree(warehouse)
+                    shutil.rmtree(upstream)
+    return Results(
+        records,
+        pairs,
+        seeds,
+        latency,
+        golden_other_gpu,
+        counts[0],
+        names[-1],
+        counts[1],
+        build,
+        refreshes,
+        mismatches,
+        time.perf_counter() - started,
+    )
+
+
+def _save(results: Results, path: Path) -> None:
+    data = asdict(replace(results, records=[]))  # asdict would count a Counter's items as keys
+    data["records"] = [
+        {**asdict(replace(r, tally=Counter())), "tally": [[*key, n] for key, n in r.tally.items()]}
+        for r in results.records
+    ]
+    path.write_text(json.dumps(data, indent=1, default=str))
+
+
+def _command(args: argparse.Namespace) -> str:
+    """The invocation as it is recorded: the options that shape the numbers, no local paths."""
+    words = ["python -m benchmarks.verdicts --write"]
+    if args.pairs != PAIRS:
+        words.append(f"--pairs {args.pairs}")
+    if args.seeds != SEEDS:
+        words.append(f"--seeds {args.seeds}")
+    if args.latency_runs != LATENCY_RUNS:
+        words.append(f"--latency-runs {args.latency_runs}")
+    return " ".join(words)
+
+
+def main(argv: list[str] | None = None) -> Results:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mirror", type=Path, default=MIRROR, help="the upstream mirror directory")
+    parser.add_argument("--pairs", default=PAIRS, help="identical-commit run pairs, BASE:HEAD,...")
+    parser.add_argument("--seeds", type=int, default=SEEDS, help="draws of the injected series per pair and scope")
+    parser.add_argument("--latency-runs", type=int, default=LATENCY_RUNS)
+    parser.add_argument("--work", type=Path, help="scratch directory (default: a new temporary one)")
+    parser.add_argument("--keep", action="store_true", help="keep the scratch directory")
+    parser.add_argument("--write", action="store_true", help=f"update docs/{DOC.name} and its plot")
+    parser.add_argument("--doc", type=Path, default=DOC, help=argparse.SUPPRESS)  # tests write elsewhere
+    args = parser.parse_args(argv)
+    work = args.work or Path(tempfile.mkdtemp(prefix="liger-verdicts-"))
+    work.mkdir(parents=True, exist_ok=True)
+    load = os.getloadavg()[0]
+    try:
+        results = run(args.mirror, work, _pairs(args.pairs), args.seeds, args.latency_runs)
+        if args.keep or args.work:
+            _save(results, work / "results.json")
+    finally:
+        if not args.keep and args.work is None:
+            shutil.rmtree(work, ignore_errors=True)
+    print(verdict_report.summary(results))
+    if args.write:
+        verdict_report.write(results, args.doc, load, _command(args))
+    return results
+
+
+if __name__ == "__main__":
+    main()
