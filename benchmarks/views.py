@@ -23,8 +23,9 @@ BASELINE = "select count(*), sum(p50) from fact_result"
 
 
 def queries(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
-    """The baseline, every analytic view, and each table macro from ``sql/`` called on the two
-    newest versions that have results (``compare_versions(base, head)``)."""
+    """The baseline, every analytic view, and the table macros people call: ``compare_versions``
+    on the two newest versions that have results and ``compare_runs`` on the two newest runs.
+    (The other table macros of ``sql/`` are their building blocks, with other arguments.)"""
     stems = {p.stem for p in analytic_view_files()}
     views = {r[0] for r in con.execute("select view_name from duckdb_views() where not internal").fetchall()}
     macros = {
@@ -38,8 +39,10 @@ def queries(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
         "order by v.version_rank desc limit 2"
     )
     newest = [r[0] for r in con.execute(newest_sql).fetchall()]
+    calls = {"compare_runs": "select * from compare_runs('previous', 'latest')"}
     if len(newest) == 2:
-        out |= {m: f"select * from {m}('{newest[1]}', '{newest[0]}')" for m in sorted(stems & macros)}
+        calls["compare_versions"] = f"select * from compare_versions('{newest[1]}', '{newest[0]}')"
+    out |= {m: calls[m] for m in sorted(stems & macros & calls.keys())}
     return out
 
 
