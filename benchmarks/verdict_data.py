@@ -20,6 +20,17 @@ from pipelines.derived import model_sql
 # hardcodes it whatever `verdict_rule().sweep_quantile` says (see ``Scratch.recompute``).
 SWEEP_SCALE_TEXT = "1.1503493803760079"
 
+# The run steps whose later run upstream lists before {run}.
+EARLIER_STEPS = """
+create or replace view run_steps as
+select * from run_steps_all
+where pair.head_key in (
+    select run from dim_upstream_revision
+    where source = 'gh-pages'
+        and seq < (select min(seq) from dim_upstream_revision where source = 'gh-pages' and run = {run})
+)
+"""
+
 CASES_SQL = """
 with base as (
     select seq from dim_upstream_revision where source = 'gh-pages' and run = $base
@@ -151,9 +162,10 @@ class Scratch:
         self.con.execute("create table run_steps_all as select * from run_steps")
         self.con.execute("drop view fact_series_noise")
 
-    def recompute(self, overrides: dict[str, float], without_run: str | None = None, scale: bool = True) -> None:
+    def recompute(self, overrides: dict[str, float], before_run: str | None = None, scale: bool = True) -> None:
         """Replace ``verdict_rule()`` by the defaults with ``overrides`` and rebuild the series noise
-        from the run steps, leaving out every step into or out of ``without_run``.
+        from the run steps; with ``before_run``, from the steps between runs upstream lists
+        before that run only (the noise a refresh on that day would have computed).
 
         With ``scale`` the sweep spread is scaled by the normal quantile that matches the
         rule's ``sweep_quantile``; the model hardcodes the one for 0.75, so without ``scale``
@@ -162,9 +174,10 @@ class Scratch:
         rule = {**self.defaults, **overrides}
         body = ", ".join(f"'{name}': {_literal(value)}" for name, value in rule.items())
         self.con.execute(f"create or replace macro verdict_rule() as {{{body}}}")
-        run = "'" + without_run.replace("'", "''") + "'" if without_run else None
-        where = f"where {run} not in (pair.base_key, pair.head_key)" if run else ""
-        self.con.execute(f"create or replace view run_steps as select * from run_steps_all {where}")
+        if before_run:
+            self.con.execute(EARLIER_STEPS.format(run="'" + before_run.replace("'", "''") + "'"))
+        else:
+            self.con.execute("create or replace view run_steps as select * from run_steps_all")
         model = model_sql("fact_series_noise")
         if SWEEP_SCALE_TEXT not in model:
             raise RuntimeError(f"fact_series_noise.sql no longer divides by {SWEEP_SCALE_TEXT}; update the benchmark")

@@ -11,8 +11,6 @@ import io
 import os
 import random
 import shutil
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +23,7 @@ from pipelines import settings
 from pipelines.store.generations import GenerationStore
 from pipelines.store.storage import Storage
 from pipelines.upstream.sources import RUNS_PATH, run_path
+from tests.conftest import env
 
 SLOWER, FASTER = 1.25, 0.8
 SLOWER_SHARE, FASTER_SHARE = 0.10, 0.05
@@ -138,27 +137,13 @@ def mirror_with_run(mirror: Path, target: Path, run: str, csv_bytes: bytes) -> P
     return target
 
 
-@contextmanager
-def _environment(values: dict[str, str]) -> Iterator[None]:
-    saved = {k: os.environ.get(k) for k in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-
-
 def refresh(root: Path, upstream: Path) -> None:
     """One run of the real ``refresh`` job of warehouse ``root`` over mirror ``upstream``, in
     this process; raises unless it succeeded and rejected no upstream file."""
     from pipelines.definitions import load
 
     with (
-        _environment({settings.WAREHOUSE_DIR: str(root), settings.UPSTREAM: str(upstream)}),
+        env(**{settings.WAREHOUSE_DIR: str(root), settings.UPSTREAM: str(upstream)}),
         dg.DagsterInstance.ephemeral() as instance,
     ):
         result = (

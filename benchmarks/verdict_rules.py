@@ -127,9 +127,10 @@ def otava_rule(case: Case) -> str | None:
     return _direction(stats.mean_2, stats.mean_1, case.lower_is_better)
 
 
+GOLDEN = "golden run +10%"
 ANCHOR_RULES: dict[str, Rule] = {
     "old rule": old_rule,
-    "golden run +10%": golden_rule,
+    GOLDEN: golden_rule,
     "base run +10%": base_ten_percent_rule,
     "lookback z-score": lookback_z_rule,
     "Otava t-test": otava_rule,

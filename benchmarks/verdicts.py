@@ -14,7 +14,7 @@ the new rule, ``compare_runs`` of the warehouse:
   copy of the mirror as a new, newest gh-pages run, and a copy of the warehouse is refreshed
   over it by the real job, so the new rule judges it with the noise the refresh computed;
 * coverage: the series not ``inconclusive`` (nor left unjudged by an anchor rule);
-* the new rule again with each series' noise recomputed without the judged run's steps, and
+* the new rule again with each series' noise recomputed from the runs before the judged one, and
   under other constants (``verdict_rule()``), in a scratch copy of ``liger.duckdb``;
 * ``compare_runs`` latency on the warehouse (fresh connection and warm, as
   ``benchmarks/view_latency.py`` measures views).
@@ -54,8 +54,8 @@ from benchmarks.verdict_inject import (
     refresh,
 )
 from benchmarks.verdict_report import HELD_OUT, NEW
-from benchmarks.verdict_rules import ANCHOR_RULES
-from benchmarks.view_latency import measure
+from benchmarks.verdict_rules import ANCHOR_RULES, GOLDEN
+from benchmarks.view_latency import Timing, measure
 from pipelines.upstream.sources import RUNS_PATH, run_path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -83,7 +83,7 @@ class Results:
     records: list[Record]
     pairs: list[tuple[str, str]]
     seeds: int
-    latency: list
+    latency: list[Timing]
     golden_other_gpu: dict[str, tuple[int, int]]
     runs: int
     newest_run: str
@@ -94,13 +94,15 @@ class Results:
     seconds: float = 0.0
 
 
-def _tally(verdicts: dict[str, str | None], compared: list[str], metrics: dict[str, str], truth) -> Counter:
+def _tally(
+    verdicts: dict[str, str | None], compared: list[str], metrics: dict[str, str], truth: Callable[[str], str]
+) -> Counter:
     return Counter((metrics[d], truth(d), verdicts.get(d) or "not judged") for d in compared)
 
 
 def evaluate(
     database: Path, scratch: Path, base: str, head: str, truth: Callable[[str], str]
-) -> tuple[dict[str, Counter], int, int]:
+) -> tuple[dict[str, Counter], tuple[int, int], int]:
     """Every rule's verdicts on ``base`` -> ``head`` in the warehouse of ``database``, tallied;
     how many series the dashboard judges against a golden run on another GPU; and how many
     verdicts the scratch copy's recomputed default noise changes (0 unless recomputing drifts)."""
@@ -111,7 +113,7 @@ def evaluate(
         verdicts[NEW] = new_rule(con, base, head)
     copy = Scratch(database, scratch / "scratch.duckdb")
     try:
-        copy.recompute({}, without_run=head)
+        copy.recompute({}, before_run=head)
         verdicts[HELD_OUT] = new_rule(copy.con, base, head)
         for setting in SENSITIVITY:
             copy.recompute(dict(setting.overrides), scale=setting.scale)
@@ -120,7 +122,7 @@ def evaluate(
         copy.close()
     mismatches = sum(verdicts[NEW][d] != verdicts[f"{NEW}: defaults"].get(d) for d in verdicts[NEW])
     compared = [c.series_digest for c in pair.cases]
-    golden = sum(v is not None for v in verdicts["golden run +10%"].values())
+    golden = sum(v is not None for v in verdicts[GOLDEN].values())
     tallies = {name: _tally(v, compared, metrics, truth) for name, v in verdicts.items()}
     return tallies, (pair.golden_other_gpu, golden), mismatches
 
@@ -250,6 +252,7 @@ def main(argv: list[str] | None = None) -> Results:
     args = parser.parse_args(argv)
     work = args.work or Path(tempfile.mkdtemp(prefix="liger-verdicts-"))
     work.mkdir(parents=True, exist_ok=True)
+    _log(f"scratch directory {work}")
     load = os.getloadavg()[0]
     try:
         results = run(args.mirror, work, _pairs(args.pairs), args.seeds, args.latency_runs)
