@@ -103,8 +103,23 @@ def test_benchmark_suite_runs_end_to_end(tmp_path):
     """About 10^4 results: the scripts run, the warehouse they build is sound and complete."""
     out = tmp_path / "PERFORMANCE.md"
     out.write_text("# Performance\n\n## View latency on the real history\n\nkept as is\n")
-    results = run.main(["--sizes", "1e4", "--incremental", "2,3", "--repeats", "1", "--rows-per-revision", "1000",
-                        "--work", str(tmp_path / "work"), "--out", str(out), "--keep"])
+    results = run.main(
+        [
+            "--sizes",
+            "1e4",
+            "--incremental",
+            "2,3",
+            "--repeats",
+            "1",
+            "--rows-per-revision",
+            "1000",
+            "--work",
+            str(tmp_path / "work"),
+            "--out",
+            str(out),
+            "--keep",
+        ]
+    )
     full = results["full"][0]
     build = full["runs"][0]["build"]
     assert build["ok"], build["error"]

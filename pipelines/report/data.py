@@ -2,8 +2,9 @@
 
 Every number comes from a view in ``sql/``: ``version_history`` (one point per series and
 build; the report draws the release builds), ``speedup_history`` (Liger against each baseline in
-the same run), ``regressions``, ``change_points`` and ``series_noise``. This module only narrows and aggregates them to a size a page can hold; what
-a point, a regression or a change point is stays the views' business.
+the same run), ``regressions``, ``change_points`` and ``series_noise``. This module only narrows
+and aggregates them to a size a page can hold; what a point, a regression or a change point is
+stays the views' business.
 
 Two aggregation choices keep the page small and honest:
 
