@@ -1,4 +1,5 @@
-"""Latency of every view from ``sql/`` and of ``compare_versions``, beside one scan of fact_result.
+"""Latency of every view from ``sql/`` and of ``compare_versions`` and ``compare_runs``, beside one
+scan of fact_result.
 
     python -m benchmarks.views --database WAREHOUSE/liger.duckdb --repeats 3
 
@@ -22,24 +23,24 @@ from pipelines.database import analytic_view_files
 BASELINE = "select count(*), sum(p50) from fact_result"
 
 
+# The comparisons people call, each on the two newest sides of its kind.
+NEWEST = {
+    "compare_versions": "select build from dim_build order by build_rank desc limit 2",
+    "compare_runs": "select run from dim_upstream_revision where source = 'gh-pages' order by seq desc limit 2",
+}
+
+
 def queries(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
-    """The baseline, every analytic view, and each table macro from ``sql/`` called on the two
-    newest versions that have results (``compare_versions(base, head)``)."""
+    """The baseline, every analytic view, and ``compare_versions`` / ``compare_runs`` on the two
+    newest builds and runs."""
     stems = {p.stem for p in analytic_view_files()}
     views = {r[0] for r in con.execute("select view_name from duckdb_views() where not internal").fetchall()}
-    macros = {
-        r[0] for r in con.execute("select function_name from duckdb_functions() where function_type = 'table_macro'")
-        .fetchall()
-    }
     out = {"scan fact_result": BASELINE}
     out |= {v: f"select * from {v}" for v in sorted(stems & views)}
-    newest_sql = (
-        "select v.liger_version from dim_version v semi join fact_result f using (liger_version) "
-        "order by v.version_rank desc limit 2"
-    )
-    newest = [r[0] for r in con.execute(newest_sql).fetchall()]
-    if len(newest) == 2:
-        out |= {m: f"select * from {m}('{newest[1]}', '{newest[0]}')" for m in sorted(stems & macros)}
+    for macro, newest_sql in NEWEST.items():
+        newest = [r[0] for r in con.execute(newest_sql).fetchall()]
+        if len(newest) == 2:
+            out[macro] = f"select * from {macro}('{newest[1]}', '{newest[0]}')"
     return out
 
 
