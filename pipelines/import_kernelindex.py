@@ -9,13 +9,14 @@ source, importing the same bytes again changes nothing.
 
 Digests (the rule, also in docs/EXPORTS.md): a record carries four dimension digests, but not
 every identity field behind them (not which parameter was the x axis, the x label, the original
-config spelling, nor the backend). A claimed digest is kept when the warehouse holds that
-dimension row and the row agrees with the record, checked by recomputing the digest through the
-same identity function with the row's missing fields; otherwise the digest is recomputed from
-the record alone (x name, label and value empty, config as decoded from the workload slug,
-backend from the provider). So re-importing an export gives back the original digests, and a
-foreign record gets honest digests of what it says. ``result_digest`` follows the upstream
-rule: one distinct line of text within one source.
+config spelling, nor which upstream file, so which suite and backend). A claimed digest is kept
+when the warehouse holds that dimension row and the row agrees with the record, checked by
+recomputing the digest through the same identity function with the row's missing fields; the
+upstream file is the one the claimed protocol's harness names. Otherwise the digest is recomputed
+from the record alone (x name, label and value empty, config as decoded from the workload slug,
+the main file's suite, backend from the provider). So re-importing an export gives back the
+original digests, and a foreign record gets honest digests of what it says. ``result_digest``
+follows the upstream rule: one distinct line of text within one source.
 """
 
 from __future__ import annotations
@@ -40,11 +41,12 @@ from pipelines.normalize.rows import (
     FUTURE_SLACK,
     Row,
     RowRejected,
+    stem_of_harness,
     workload_identity,
 )
 from pipelines.store.generations import Generation, GenerationStore
 from pipelines.store.raw import RawStore
-from pipelines.tables import SCHEMAS
+from pipelines.tables import SCHEMA_VERSION, SCHEMAS
 from pipelines.upstream.model import IMPORT, RevisionRef, UpstreamListing
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
@@ -142,6 +144,8 @@ class Claims:
     workloads: dict[str, dict] = field(default_factory=dict)
     environments: dict[str, str] = field(default_factory=dict)
     implementations: dict[str, dict] = field(default_factory=dict)
+    protocols: dict[str, dict] = field(default_factory=dict)
+    schema_version: int = SCHEMA_VERSION  # of the generation the rows come from
     _workloads: dict[tuple, tuple] = field(default_factory=dict)
 
     @classmethod
@@ -154,6 +158,8 @@ class Claims:
             workloads=rows("dim_workload", "workload_digest"),
             environments={d: r["gpu_name"] for d, r in environments.items()},
             implementations=rows("dim_implementation", "implementation_digest"),
+            protocols=rows("dim_protocol", "protocol_digest"),
+            schema_version=gen.schema_version,
         )
 
     def workload(self, fields: dict[str, Any]) -> tuple[str, str, str, dict, str]:
@@ -177,7 +183,16 @@ class Claims:
         return fields["gpu_name"]
 
     def stem(self, fields: dict[str, Any]) -> str | None:
-        """The upstream file stem whose backend the claimed implementation has, else None."""
+        """The upstream file stem the claimed protocol's harness names, else None.
+
+        Digests of schema version 1 (a migration reads imports against them) did not tell the
+        files apart by protocol, only by the backend of the claimed implementation."""
+        if self.schema_version >= 2:
+            claimed = self.protocols.get(fields["protocol_digest"])
+            said = (fields["operation_mode"], fields["metric"], fields["unit"])
+            if claimed is None or (claimed["timed_pass"], claimed["metric"], claimed["unit"]) != said:
+                return None
+            return stem_of_harness(claimed["harness"])
         claimed = self.implementations.get(fields["implementation_digest"])
         if claimed is None or (claimed["provider"], claimed["liger_version"]) != (
             fields["provider"],

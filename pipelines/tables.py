@@ -8,6 +8,10 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+# The version of the identities behind the digests (docs/SCHEMA.md, "Schema versions"). Every
+# generation manifest records the version its digests follow; a refresh migrates an older one.
+SCHEMA_VERSION = 2
+
 DIGEST = pa.string()
 TS = pa.timestamp("us")
 
@@ -198,6 +202,14 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("method", pa.string()),
         ]
     ),
+    "digest_migration": pa.schema(
+        [
+            ("kind", pa.string()),
+            ("old_digest", DIGEST),
+            ("new_digest", DIGEST),
+            ("schema_version", pa.int32()),
+        ]
+    ),
 }
 
 DESCRIPTIONS = {
@@ -225,6 +237,10 @@ DESCRIPTIONS = {
     "refresh resumes it instead of starting over: the points analyzed, a digest of them, where "
     "Otava's sliding windows resume and the weak change points of the windows already complete. "
     "Derived with fact_change_point, not ingested.",
+    "digest_migration": "Where a digest went when a schema version changed the identities behind it: "
+    "kind (protocol, implementation, series, ...), the old digest, the new one and the schema version "
+    "of the new one. A digest split by the new identities has several rows. Written by the refresh that "
+    "migrates, carried over afterwards.",
 }
 
 DIMENSIONS = ("dim_protocol", "dim_workload", "dim_environment", "dim_implementation")
