@@ -37,7 +37,6 @@ from pipelines.export.kernelindex import RULES, result_from_kernelindex
 from pipelines.ingest import GenerationBuilder, revision_digest
 from pipelines.normalize.csvfile import CsvFile, FileRejected, Record
 from pipelines.normalize.rows import (
-    BACKEND_BY_STEM,
     FUTURE_SLACK,
     Row,
     RowRejected,
@@ -46,12 +45,11 @@ from pipelines.normalize.rows import (
 )
 from pipelines.store.generations import Generation, GenerationStore
 from pipelines.store.raw import RawStore
-from pipelines.tables import SCHEMA_VERSION, SCHEMAS
+from pipelines.tables import SCHEMAS
 from pipelines.upstream.model import IMPORT, RevisionRef, UpstreamListing
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 _LINE = re.compile(r"(\r\n|\n|\r)")
-STEM_BY_BACKEND = {backend: stem for stem, backend in BACKEND_BY_STEM.items()}
 
 
 class ImportRejected(RuntimeError):
@@ -145,7 +143,6 @@ class Claims:
     environments: dict[str, str] = field(default_factory=dict)
     implementations: dict[str, dict] = field(default_factory=dict)
     protocols: dict[str, dict] = field(default_factory=dict)
-    schema_version: int = SCHEMA_VERSION  # of the generation the rows come from
     _workloads: dict[tuple, tuple] = field(default_factory=dict)
 
     @classmethod
@@ -159,7 +156,6 @@ class Claims:
             environments={d: r["gpu_name"] for d, r in environments.items()},
             implementations=rows("dim_implementation", "implementation_digest"),
             protocols=rows("dim_protocol", "protocol_digest"),
-            schema_version=gen.schema_version,
         )
 
     def workload(self, fields: dict[str, Any]) -> tuple[str, str, str, dict, str]:
@@ -183,23 +179,12 @@ class Claims:
         return fields["gpu_name"]
 
     def stem(self, fields: dict[str, Any]) -> str | None:
-        """The upstream file stem the claimed protocol's harness names, else None.
-
-        Digests of schema version 1 (a migration reads imports against them) did not tell the
-        files apart by protocol, only by the backend of the claimed implementation."""
-        if self.schema_version >= 2:
-            claimed = self.protocols.get(fields["protocol_digest"])
-            said = (fields["operation_mode"], fields["metric"], fields["unit"])
-            if claimed is None or (claimed["timed_pass"], claimed["metric"], claimed["unit"]) != said:
-                return None
-            return stem_of_harness(claimed["harness"])
-        claimed = self.implementations.get(fields["implementation_digest"])
-        if claimed is None or (claimed["provider"], claimed["liger_version"]) != (
-            fields["provider"],
-            fields["liger_version"],
-        ):
+        """The upstream file stem the claimed protocol's harness names, else None."""
+        claimed = self.protocols.get(fields["protocol_digest"])
+        said = (fields["operation_mode"], fields["metric"], fields["unit"])
+        if claimed is None or (claimed["timed_pass"], claimed["metric"], claimed["unit"]) != said:
             return None
-        return STEM_BY_BACKEND.get(claimed["backend"])
+        return stem_of_harness(claimed["harness"])
 
 
 def _workload_holds(claimed: dict, fields: dict[str, Any]) -> bool:

@@ -23,20 +23,23 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 import polars as pl
 import pyarrow as pa
 
+from pipelines import checks
 from pipelines import progress as watchers
-from pipelines.dimensions import Dimensions
-from pipelines.import_kernelindex import KernelindexImporter
+from pipelines.dimensions import Dimensions, path_stem
+from pipelines.import_kernelindex import Claims, KernelindexImporter
 from pipelines.ingest import GenerationBuilder, fact_part_name
 from pipelines.normalize.columnar import FACT
 from pipelines.normalize.csvfile import FileRejected
+from pipelines.normalize.rows import BACKEND_BY_STEM, named_backend
 from pipelines.store.generations import Generation, GenerationStore, new_generation_id
 from pipelines.store.raw import RawStore
 from pipelines.tables import DIMENSIONS, INGESTED, SCHEMA_VERSION, SCHEMAS
-from pipelines.upstream.model import IMPORT, RevisionRef
+from pipelines.upstream.model import GH_PAGES, IMPORT, RevisionRef
 
 # The digests a result references; each kind of digest_migration is one of them minus "_digest".
 DIGESTS = ("protocol_digest", "workload_digest", "environment_digest", "implementation_digest", "series_digest")
@@ -98,7 +101,7 @@ def migrate(gens: GenerationStore, raw: RawStore, now: datetime | None = None) -
         created_at=now.isoformat() + "Z",
         tables={name: list(published.parts(name)) for name in INGESTED},
     )
-    readers = _Readers(gens, raw, now)
+    readers = _Readers(gens, raw, published, now)
     revisions = _revisions_by_source(gens, published)
     moves = _Moves()
     parts = published.parts("fact_result")
@@ -126,20 +129,78 @@ class _Readers:
     """Builders used only to read revisions again, all collecting into one fresh ``Dimensions``
     (so every dimension row the results reference is written anew)."""
 
-    def __init__(self, gens: GenerationStore, raw: RawStore, now: datetime) -> None:
-        self.gens, self.raw, self.now = gens, raw, now
+    def __init__(self, gens: GenerationStore, raw: RawStore, published: Generation, now: datetime) -> None:
+        self.gens, self.raw, self.published, self.now = gens, raw, published, now
         self.dims = Dimensions({table: set() for table in DIMENSIONS})
         self._by_source: dict[bool, GenerationBuilder] = {}
 
     def get(self, source: str) -> GenerationBuilder:
-        """The upstream CSV reader, or the importer's (whose digest claims are checked against
-        the published generation, read by the rule of its schema version)."""
+        """The upstream CSV reader, or the importer's, whose records' digest claims are checked
+        against the published generation by what its schema version said."""
         is_import = source == IMPORT
         if is_import not in self._by_source:
             builder = (KernelindexImporter if is_import else GenerationBuilder)(self.gens, self.raw, self.now)
             builder.dims = self.dims
+            if is_import:
+                builder.claims = SchemaOneClaims.load(self.gens, self.published)
             self._by_source[is_import] = builder
         return self._by_source[is_import]
+
+
+STEM_BY_BACKEND = {backend: stem for stem, backend in BACKEND_BY_STEM.items()}
+
+
+@dataclass
+class SchemaOneClaims(Claims):
+    """Which upstream file an imported record came from, by the digests of schema version 1.
+
+    Its protocol digests did not tell the files apart; the backend of the claimed implementation
+    did, except for a provider that names its backend (``liger_triton`` ran in the cuTile and the
+    CuTe DSL file alike). Such a record follows the file of the held upstream result it is a
+    copy of (the same four digests, time and median) when that is one file."""
+
+    origins: dict[tuple, set[str | None]] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, gens: GenerationStore, gen: Generation) -> SchemaOneClaims:
+        claims = super().load(gens, gen)
+        named = [d for d, row in claims.implementations.items() if named_backend(row["provider"])]
+        if named:
+            claims.origins = _origins(gens, gen, named)
+        return claims
+
+    def stem(self, fields: dict[str, Any]) -> str | None:
+        claimed = self.implementations.get(fields["implementation_digest"])
+        if claimed is None or (claimed["provider"], claimed["liger_version"]) != (
+            fields["provider"],
+            fields["liger_version"],
+        ):
+            return None
+        if not named_backend(claimed["provider"]):
+            return STEM_BY_BACKEND.get(claimed["backend"])
+        stems = self.origins.get(tuple(fields[k] for k in ORIGIN), set())
+        return next(iter(stems)) if len(stems) == 1 else None
+
+
+# What tells an upstream result apart in a record that copies it.
+ORIGIN = ("protocol_digest", "workload_digest", "environment_digest", "implementation_digest", "observed_at", "p50")
+
+
+def _origins(gens: GenerationStore, gen: Generation, implementations: list[str]) -> dict[tuple, set[str | None]]:
+    """The upstream files (stems; None for gh-pages) of the results of ``implementations``."""
+    con = checks.connect(gens, gen)
+    try:
+        rows = con.execute(
+            f"select {', '.join(ORIGIN)}, source, source_key from fact_result "
+            "where source != ? and implementation_digest in (select unnest(?::varchar[]))",
+            [IMPORT, implementations],
+        ).fetchall()
+    finally:
+        con.close()
+    origins: dict[tuple, set[str | None]] = defaultdict(set)
+    for *key, source, source_key in rows:
+        origins[tuple(key)].add(path_stem(source_key) if source != GH_PAGES else None)
+    return origins
 
 
 def _revisions_by_source(gens: GenerationStore, gen: Generation) -> dict[str, list[dict]]:

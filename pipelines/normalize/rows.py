@@ -161,15 +161,18 @@ def parse_row(fields: list[str], now: datetime | None = None) -> Row:
     )
 
 
+def named_backend(provider: str) -> str | None:
+    """The backend a provider's name says (``liger_triton``, ``liger-cutile-v2``), else None."""
+    return next((word for word in _PROVIDER_WORD.split(provider.lower()) if word in BACKENDS), None)
+
+
 def backend(stem: str | None, provider: str) -> str | None:
     """The Liger kernel backend of a row (docs/SCHEMA.md): a backend the provider names wins
     (``liger_triton`` is Triton in any file); another Liger provider (``liger*``) runs on the
     backend of the upstream file it came from; a baseline (torch, huggingface, ...) has none."""
-    name = provider.lower()
-    for word in _PROVIDER_WORD.split(name):
-        if word in BACKENDS:
-            return word
-    if name.startswith("liger"):
+    if named := named_backend(provider):
+        return named
+    if provider.lower().startswith("liger"):
         return BACKEND_BY_STEM.get(stem or MAIN_STEM, "triton")
     return None
 
