@@ -227,7 +227,7 @@ def _normalized_again(readers: _Readers, revisions: list[dict]) -> pl.DataFrame:
             data = readers.raw.get(row["content_digest"])
             _, out = reader.normalized(ref, row["revision_digest"], data, known)
         except (FileRejected, FileNotFoundError) as exc:
-            raise MigrationFailed(f"{ref.label}: cannot be read again from the raw store: {exc}") from exc
+            raise MigrationFailed(f"{ref.label}: cannot be read again from the raw store: {exc}") from None
         if len(out.rejected) != row["quarantined_count"]:
             raise MigrationFailed(
                 f"{ref.label}: {len(out.rejected)} rows rejected now, {row['quarantined_count']} were quarantined"
