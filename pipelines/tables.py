@@ -213,13 +213,14 @@ SCHEMAS: dict[str, pa.Schema] = {
 }
 
 DESCRIPTIONS = {
-    "dim_protocol": "How a number was measured: harness, timed pass (forward/backward/full), metric, "
-    "unit, statistic and quantiles. One row per distinct protocol.",
+    "dim_protocol": "How a number was measured: harness (the benchmark suite, one per upstream file), timed "
+    "pass (forward/backward/full), metric, unit, statistic and quantiles. One row per distinct protocol.",
     "dim_workload": "What was run: kernel, x axis name/label/value and the parsed benchmark config, "
     "as typed params, canonical JSON and a readable slug. One row per distinct workload.",
     "dim_environment": "Where it ran: the raw gpu_name plus vendor, product, form factor and "
     "architecture from the GPU catalog (nulls for GPUs the catalog does not know).",
-    "dim_implementation": "Whose kernel: provider, Liger version and backend (triton, cutedsl, cutile).",
+    "dim_implementation": "Whose kernel: provider, Liger version and Liger backend (triton, cutedsl, cutile; "
+    "null for a baseline such as torch).",
     "dim_version": "Every Liger version seen, with its semantic rank (1 = oldest).",
     "dim_upstream_revision": "One row per upstream revision ingested: a main-branch commit of a CSV "
     "path or a gh-pages run, with its content digest, row counts and whether upstream still lists it.",
