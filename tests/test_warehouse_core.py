@@ -75,15 +75,10 @@ def test_digests_are_pinned(mirror_warehouse):
         "and liger_version='0.2.1' and backend='triton'",
     )
     assert got == [(_jcs_sha(impl),)]
-    proto = {
-        "harness": "liger-kernel-bench",
-        "metric": "speed",
-        "quantiles": [0.5, 0.2, 0.8],
-        "statistic": "median",
-        "timed_pass": "full",
-        "unit": "ms",
-    }
-    got = _query(db, "select protocol_digest from dim_protocol where timed_pass='full' and metric='speed'")
+    proto = {"harness": "liger-kernel-bench", "metric": "speed", "quantiles": [0.5, 0.2, 0.8],
+             "statistic": "median", "timed_pass": "full", "unit": "ms"}
+    got = _query(db, "select protocol_digest from dim_protocol where timed_pass='full' and metric='speed' "
+                     "and harness='liger-kernel-bench'")
     assert got == [(_jcs_sha(proto),)]
 
 

@@ -26,8 +26,8 @@ PUBLIC_VIEWS = ("version_history", "speedup_history", "regressions", "change_poi
 TABLE_ROWS = 100
 
 # An implementation as a reader names it: the provider, plus the backend when the provider's
-# name does not already say it (Liger on the cuTile file is not Liger on Triton). Baselines have
-# no Liger backend.
+# name does not already say it (liger on the cuTile file is not liger on Triton). Baselines
+# have no backend (null), so they are named by their provider alone.
 IMPLEMENTATION = (
     "case when backend is null or backend = 'triton' or ends_with(provider, backend) then provider "
     "else provider || ' (' || backend || ')' end"
