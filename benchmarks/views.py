@@ -28,8 +28,10 @@ def queries(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
     stems = {p.stem for p in analytic_view_files()}
     views = {r[0] for r in con.execute("select view_name from duckdb_views() where not internal").fetchall()}
     macros = {
-        r[0] for r in con.execute("select function_name from duckdb_functions() where function_type = 'table_macro'")
-        .fetchall()
+        r[0]
+        for r in con.execute(
+            "select function_name from duckdb_functions() where function_type = 'table_macro'"
+        ).fetchall()
     }
     out = {"scan fact_result": BASELINE}
     out |= {v: f"select * from {v}" for v in sorted(stems & views)}
@@ -57,7 +59,7 @@ def main() -> None:
     parser.add_argument("--database", type=Path, required=True)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
-    con = duckdb.connect(str(args.database), read_only=True)
+    con = duckdb.connect(str(args.database), read_only=True, config={"file_search_path": str(args.database.parent)})
     wanted = queries(con)
     timed(con, BASELINE)
     seconds: dict[str, list[float]] = {name: [] for name in wanted}

@@ -42,7 +42,7 @@ def connect(gens: GenerationStore, gen: Generation) -> duckdb.DuckDBPyConnection
 
     con = open_duckdb(gens.storage)
     for table in SCHEMAS:
-        con.execute(table_view_sql(gens, gen, table))
+        con.execute(table_view_sql(gen, table))
     return con
 
 
@@ -84,9 +84,7 @@ def referential_integrity(con: duckdb.DuckDBPyConnection) -> list[CheckOutcome]:
 
 
 def quantile_order(con: duckdb.DuckDBPyConnection) -> CheckOutcome:
-    sql = (
-        "select result_digest, p20, p50, p80 from fact_result where not (p20 <= p50 and p50 <= p80)"
-    )
+    sql = "select result_digest, p20, p50, p80 from fact_result where not (p20 <= p50 and p50 <= p80)"
     return _outcome(con, "p20_le_p50_le_p80", "fact_result", sql)
 
 
@@ -132,9 +130,7 @@ def raw_recount(raw_bytes: bytes) -> int:
     return sum(1 for row in csv.reader(io.StringIO(text, newline="")) if row) - 1
 
 
-def reconciliation_with_raw(
-    con: duckdb.DuckDBPyConnection, raw, revisions: list[str]
-) -> CheckOutcome:
+def reconciliation_with_raw(con: duckdb.DuckDBPyConnection, raw, revisions: list[str]) -> CheckOutcome:
     """New revisions: members + quarantined rows equal an independent recount of the raw file."""
     if not revisions:
         return CheckOutcome("rows_match_raw_snapshot", "fact_revision_member", 0, [])
@@ -213,12 +209,19 @@ def part_invariants(gens: GenerationStore, gen: Generation, prior: Generation) -
         if p.file not in {q.file for q in gen.parts(t)}
     ]
     kept = set(gens.read_table(gen, "dim_upstream_revision", ["revision_digest"]).column(0).to_pylist())
-    lost = [r for r in gens.read_table(prior, "dim_upstream_revision", ["revision_digest"]).column(0).to_pylist()
-            if r not in kept]
+    lost = [
+        r
+        for r in gens.read_table(prior, "dim_upstream_revision", ["revision_digest"]).column(0).to_pylist()
+        if r not in kept
+    ]
     dropped += [f"revision {r} dropped" for r in lost]
     return [
-        CheckOutcome("one_part_per_source", "fact_result", len(twice) + len(outside),
-                     [f"source {k} has several parts" for k in twice][:5] + outside[:5]),
+        CheckOutcome(
+            "one_part_per_source",
+            "fact_result",
+            len(twice) + len(outside),
+            [f"source {k} has several parts" for k in twice][:5] + outside[:5],
+        ),
         CheckOutcome("prior_references_kept", "fact_result", len(dropped), dropped[:5]),
     ]
 

@@ -15,6 +15,7 @@ from pipelines import regression_watch
 from pipelines.store.generations import GenerationStore
 from pipelines.store.storage import Storage
 from tests.conftest import Refreshed, refresh
+from tests.plain_duckdb import open_views
 from tests.small_mirror import small_mirror
 from tests.test_refresh_metadata import _add_slower_release
 from tests.tiny_mirror import row, write_mirror
@@ -113,7 +114,7 @@ def test_the_shortcut_guards_every_table_the_view_reads(tmp_path: Path):
     root = tmp_path / "warehouse"
     runs = {"abc1234": [row("liger", 1.3, "0.9.3", "2026-02-01 01:00:00")]}
     assert refresh(root, upstream=str(_tiny(commits, runs, tmp_path / "m"))).result.success
-    with duckdb.connect(str(root / "liger.duckdb"), read_only=True) as con:
+    with open_views(root / "liger.duckdb") as con:
         plan = "\n".join(r[1] for r in con.execute("explain analyze select * from regressions").fetchall())
     read = set(re.findall(r"/tables/([a-z_]+)/", plan))
     assert read == {"fact_result", "dim_upstream_revision", "dim_version", *regression_watch.DIMENSIONS}
