@@ -146,7 +146,11 @@ def open_duckdb(
     settings = {**NO_DOWNLOADS, **_memory(), "file_search_path": storage.url, **(config or {})}
     con = duckdb.connect(path, read_only=read_only, config=settings)
     if not storage.is_local:
-        con.register_filesystem(ImmutableReadCache(storage.fs, storage.root, _local_dir(storage) / "parts"))
+        reader = ImmutableReadCache(storage.fs, storage.root, _local_dir(storage) / "parts")
+        # DuckDB shares one instance per database file within a process: another open
+        # connection to this file has registered it already.
+        if not any(con.filesystem_is_registered(name) for name in reader.protocol):
+            con.register_filesystem(reader)
     if not read_only:
         con.execute(WAREHOUSE_FILE_MACRO)
     return con
@@ -162,9 +166,20 @@ def lock_down(con: duckdb.DuckDBPyConnection, storage: Storage, allow_read: Sequ
     connection's ``temp_directory``.
     """
     paths = [p.resolve() for p in allow_read]
-    directories = [storage.uri(""), *(f"{p}/" for p in paths if p.is_dir())]
-    con.execute("set allowed_directories = ?", [directories])
-    con.execute("set allowed_paths = ?", [[str(p) for p in paths if not p.is_dir()]])
+    readable = {
+        "allowed_directories": [storage.uri(""), *(f"{p}/" for p in paths if p.is_dir())],
+        "allowed_paths": [str(p) for p in paths if not p.is_dir()],
+    }
+    if con.execute("select current_setting('lock_configuration')").fetchone()[0]:
+        # DuckDB shares one instance per database file within a process: another open
+        # connection to this file locked it already, for every connection to it.
+        for name, wanted in readable.items():
+            held = con.execute(f"select current_setting('{name}')").fetchone()[0]
+            if not set(wanted) <= set(held):
+                raise RuntimeError(f"{storage.url} is open in this process already, without {name} {wanted}")
+        return
+    for name, value in readable.items():
+        con.execute(f"set {name} = ?", [value])
     con.execute("set allowed_configs = ?", [list(SESSION_SETTINGS)])
     con.execute("set enable_external_access = false")
     con.execute("set lock_configuration = true")
@@ -219,8 +234,8 @@ def read_only_statements(sql: str) -> list[duckdb.Statement]:
         if not _is_read(statement):
             verb = " ".join(_words(statement.query, 2 if statement.type == duckdb.StatementType.SET else 1))
             raise NotAQuery(
-                f"{verb.upper() or statement.type.name} is not a query: the warehouse is read-only here "
-                "(queries, EXPLAIN, SET VARIABLE and SET memory_limit run)"
+                f"{verb.upper() or statement.type.name} is not a query, and this session is read-only: "
+                "it runs queries, EXPLAIN, SET VARIABLE and SET memory_limit"
             )
     return statements
 

@@ -133,6 +133,31 @@ def test_cli_sql_reads_an_s3_warehouse(s3_warehouse, mirror_warehouse):
     assert result.output.split() == ["n", str(expected)]
 
 
+def _objects(storage: Storage) -> dict[str, tuple]:
+    """Every object under the root with its ETag and size: a write of any of them shows."""
+    found = storage.fs.find(storage.root, detail=True)
+    return {key: (info.get("ETag"), info["size"]) for key, info in found.items()}
+
+
+def test_cli_sql_on_an_s3_warehouse_writes_nothing_and_reads_only_its_root(s3_warehouse):
+    storage = Storage(s3_warehouse)
+    Storage(f"s3://{BUCKET}/elsewhere").write_text("secret.txt", "not this warehouse's")
+    part = GenerationStore(storage).current().parts("fact_result")[0].file
+    before = _objects(storage)
+    refused = {
+        f"copy (select 1 as a) to '{s3_warehouse}/{part}' (format parquet)": "is not a query",
+        f"copy (select 'x' as a) to '{s3_warehouse}/CURRENT' (format csv, header false)": "is not a query",
+        f"select content from read_text('s3://{BUCKET}/elsewhere/secret.txt')": "reads only the warehouse",
+        "select content from read_text('/etc/passwd')": "reads only the warehouse",
+    }
+    with env(LIGER_WAREHOUSE_DIR=None):
+        for sql, message in refused.items():
+            result = CliRunner().invoke(app, ["sql", "--warehouse", s3_warehouse, sql])
+            assert result.exit_code == 1, result.output
+            assert result.output.count("\n") == 1 and message in result.output, result.output
+    assert _objects(storage) == before
+
+
 @dataclass
 class Killed:
     root: str

@@ -37,8 +37,8 @@ def _run(con: duckdb.DuckDBPyConnection, query: str) -> duckdb.DuckDBPyRelation 
 
 
 def _one_line(exc: Exception) -> str:
-    if isinstance(exc, duckdb.PermissionException):
-        return f"{exc} (this session reads only the warehouse; --allow-read PATH opens more)"
+    if isinstance(exc, duckdb.PermissionException):  # its first line names the file
+        return f"{str(exc).splitlines()[0]} (this session reads only the warehouse; --allow-read PATH opens more)"
     return str(exc)
 
 
