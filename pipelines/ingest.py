@@ -24,7 +24,7 @@ from pipelines.normalize.csvfile import CsvFile, FileRejected, Record, split_csv
 from pipelines.normalize.rows import Row, parse_row
 from pipelines.store.generations import Generation, GenerationStore, Part, new_generation_id
 from pipelines.store.raw import RawStore
-from pipelines.tables import DIGEST_COLUMN, DIMENSIONS, INGESTED, SCHEMAS
+from pipelines.tables import DIGEST_COLUMN, DIMENSIONS, INGESTED, SCHEMA_VERSION, SCHEMAS
 from pipelines.upstream.model import GH_PAGES, IMPORT, RevisionRef, UpstreamListing
 from pipelines.versions import parse_version, split_run_name
 
@@ -33,6 +33,11 @@ log = logging.getLogger(__name__)
 
 def revision_digest(ref: RevisionRef) -> str:
     return digest(ref.identity())
+
+
+class SchemaOutdated(RuntimeError):
+    """The published generation's digests follow an older schema version: a refresh migrates it
+    first (pipelines/migrate.py), and nothing may build on it before."""
 
 
 @dataclass
@@ -68,14 +73,21 @@ class _Revision:
 
 
 class GenerationBuilder:
-    def __init__(self, gens: GenerationStore, raw: RawStore, now: datetime | None = None) -> None:
+    """Builds the next generation on the published one, or on ``base``: the migration of the
+    published generation to the current schema version (pipelines/migrate.py), which is not
+    published itself; the new generation then carries the migration and replaces the published one."""
+
+    def __init__(
+        self, gens: GenerationStore, raw: RawStore, now: datetime | None = None, base: Generation | None = None
+    ) -> None:
         self.gens = gens
         self.raw = raw
         self.now = (now or datetime.now(UTC)).replace(tzinfo=None)
-        self.prior = gens.current()
+        self.prior = base or gens.current()
+        self.migration = base.summary.get("migration") if base else None
         self.gen = Generation(
             id=new_generation_id(),
-            parent=self.prior.id or None,
+            parent=(base.parent if base else self.prior.id) or None,
             created_at=self.now.isoformat() + "Z",
             tables={name: list(self.prior.parts(name)) for name in INGESTED},
         )
@@ -87,7 +99,7 @@ class GenerationBuilder:
             for t in DIMENSIONS
         }
         self.dims = Dimensions(known)
-        self.changed = False
+        self.changed = base is not None  # a migration is published even when upstream holds nothing new
         self._dimension_cache: columnar.DimensionCache | None = None
 
     # -- the whole refresh -------------------------------------------------------------
@@ -97,6 +109,12 @@ class GenerationBuilder:
 
         ``contents`` maps the revision digest of each fetched revision to its raw snapshot.
         """
+        if self.prior.schema_version != SCHEMA_VERSION:
+            raise SchemaOutdated(
+                f"the published generation {self.prior.id} holds digests of schema version "
+                f"{self.prior.schema_version}, this code writes version {SCHEMA_VERSION}: "
+                "run `liger-warehouse refresh` to migrate it first"
+            )
         listed = {revision_digest(ref): ref for ref in listing.revisions}
         pending = self._pending(listed, contents)
         self._normalized, self._to_normalize = 0, sum(map(len, pending.values()))
@@ -172,37 +190,45 @@ class GenerationBuilder:
             return
         self._count_changes(prior, results)
         part = self.gens.write_part(
-            "fact_result", source_key, f"{_slug(source_key)}-{self.gen.id}", results.to_arrow()
+            "fact_result", source_key, fact_part_name(source_key, self.gen.id), results.to_arrow()
         )
         self._replace_parts("fact_result", source_key, [part])
         self.changed = True
 
     def _normalize_revision(self, rev: _Revision, known: set[str], new_rows: list[pl.DataFrame]) -> None:
-        ref = rev.ref
         data = self.raw.get(rev.content)
-        where = f"{ref.path} at {ref.source} revision {ref.commit}"
         try:
-            parsed = self._split(data, where)
+            parsed, out = self.normalized(rev.ref, rev.digest, data, known)
         except FileRejected as exc:
             self.summary.rejected.append(str(exc))
             log.error("%s", exc)
             return
+        new_rows.append(out.new)
+        rev.new_results, rev.members = out.new.height, out.members
+        rev.quarantined += [self._quarantine(rev, record, reason) for record, reason in out.rejected]
+        self._write_revision_parts(rev)
+        self.revisions[rev.digest] = self._revision_row(rev, parsed, data)
+
+    def normalized(
+        self, ref: RevisionRef, rev_digest: str, data: bytes, known: set[str]
+    ) -> tuple[CsvFile, columnar.Normalized]:
+        """One revision's file and its results not in ``known`` (which gains them), typed and
+        with their digests; ``FileRejected`` when the file is not one this builder reads.
+
+        Writes nothing: new dimension rows are collected in ``self.dims``."""
+        parsed = self._split(data, f"{ref.path} at {ref.source} revision {ref.commit}")
         stem = path_stem(ref.path) if ref.source != GH_PAGES else None
         # Rows go column by column where the fields are plain; _new_result stays the definition
         # and takes every other new row (see normalize/columnar.py).
         out = columnar.normalize(
             parsed,
             ref,
-            rev.digest,
+            rev_digest,
             known,
-            slow=lambda record, result: self._new_result(parsed, record, result, rev, stem),
+            slow=lambda record, result: self._new_result(parsed, record, result, ref, rev_digest, stem),
             fast=self._columnar_rows(parsed, ref, stem),
         )
-        new_rows.append(out.new)
-        rev.new_results, rev.members = out.new.height, out.members
-        rev.quarantined += [self._quarantine(rev, record, reason) for record, reason in out.rejected]
-        self._write_revision_parts(rev)
-        self.revisions[rev.digest] = self._revision_row(rev, parsed, data)
+        return parsed, out
 
     def _columnar_rows(self, parsed: CsvFile, ref: RevisionRef, stem: str | None) -> columnar.ColumnarRows | None:
         """The columnar reader of upstream CSV rows; None for a subclass with its own rows."""
@@ -219,15 +245,15 @@ class GenerationBuilder:
         return split_csv(data, where)
 
     def _read_row(self, parsed: CsvFile, record: Record, stem: str | None) -> tuple[Row, str | None]:
-        """Typed values of one record, and the file stem its backend follows; an importer of
-        another format overrides this."""
+        """Typed values of one record, and the file stem its suite and backend follow; an
+        importer of another format overrides this."""
         return parse_row(parsed.fields(record), self.now), stem
 
     def _new_result(
-        self, parsed: CsvFile, record: Record, result: str, rev: _Revision, stem: str | None
+        self, parsed: CsvFile, record: Record, result: str, ref: RevisionRef, rev_digest: str, stem: str | None
     ) -> dict:
         row, stem = self._read_row(parsed, record, stem)
-        protocol, workload = self.dims.protocol(row), self.dims.workload(row)
+        protocol, workload = self.dims.protocol(row, stem), self.dims.workload(row)
         environment, implementation = (
             self.dims.environment(row),
             self.dims.implementation(row, stem),
@@ -239,8 +265,8 @@ class GenerationBuilder:
             "environment_digest": environment,
             "implementation_digest": implementation,
             "series_digest": self.dims.series(row, stem, protocol, workload, environment),
-            "source": rev.ref.source,
-            "source_key": rev.ref.source_key,
+            "source": ref.source,
+            "source_key": ref.source_key,
             "metric": row.metric,
             "unit": row.unit,
             "p20": row.p20,
@@ -248,8 +274,8 @@ class GenerationBuilder:
             "p80": row.p80,
             "observed_at": row.observed_at,
             "liger_version": row.liger_version,
-            "first_revision_digest": rev.digest,
-            "last_revision_digest": rev.digest,
+            "first_revision_digest": rev_digest,
+            "last_revision_digest": rev_digest,
             "is_current": False,
             "row_text": record.text,
         }
@@ -489,6 +515,7 @@ class GenerationBuilder:
             "warnings": s.warnings,
             "no_longer_upstream": s.no_longer_upstream,
             "row_counts": {t: self.gen.rows(t) for t in INGESTED},
+            **({"migration": self.migration} if self.migration else {}),
         }
 
 
@@ -513,5 +540,7 @@ def _all_equal(df: pl.DataFrame, columns: tuple[str, ...], value: str) -> bool:
     return bool(df.select(pl.all_horizontal(pl.col(c).eq_missing(value) for c in columns).all()).item())
 
 
-def _slug(text: str) -> str:
-    return "".join(c if c.isalnum() else "-" for c in text).strip("-").lower()
+def fact_part_name(source_key: str, gen_id: str) -> str:
+    """The file name of a source's ``fact_result`` part written by generation ``gen_id``."""
+    slug = "".join(c if c.isalnum() else "-" for c in source_key).strip("-").lower()
+    return f"{slug}-{gen_id}"

@@ -146,12 +146,13 @@ def _keys(regressions: Regressions, columns: list[str]) -> list[tuple]:
     return [tuple(_freeze(row[i]) for i in index) for row in regressions.rows]
 
 
-def new_since(before: Regressions, after: Regressions) -> Regressions:
+def new_since(before: Regressions, after: Regressions, ignored: tuple[str, ...] = ()) -> Regressions:
     """The rows of ``after`` that ``before`` did not hold: what this refresh brought in.
 
     A row whose numbers moved (a restated result) counts as new, since this refresh changed it.
-    Rows are compared on the columns both databases have, so a view that gained a column does
-    not make every row new. A new warehouse has no database before: all its rows are new.
+    Rows are compared on the columns both databases have (but ``ignored``), so a view that
+    gained a column does not make every row new. A new warehouse has no database before: all
+    its rows are new.
     """
     if not after.available:
         return after
@@ -159,7 +160,7 @@ def new_since(before: Regressions, after: Regressions) -> Regressions:
         return after
     if not before.available:
         return Regressions(note=f"nothing to compare with: {before.note}")
-    shared = [c for c in after.columns if c in before.columns]
+    shared = [c for c in after.columns if c in before.columns and c not in ignored]
     if not shared:
         return Regressions(note=f"the {VIEW} view changed all its columns: nothing to compare with")
     old = set(_keys(before, shared))
@@ -169,6 +170,8 @@ def new_since(before: Regressions, after: Regressions) -> Regressions:
 
 # -- new in this refresh, reading the previous database only where needed --------------------
 
+# What a schema migration may change in a row that stays the same regression.
+RELABELLED = ("series_digest", "backend")
 # The shortcut needs these columns in both databases.
 KEY_COLUMNS = ("series_digest", "base_revision", "head_revision")
 # What the regressions view reads besides fact_result: each must keep every row it had (new
@@ -202,6 +205,12 @@ def new_in_refresh(gens: GenerationStore, before: Path | None, after: Regression
         return after
     if before is None:
         return replace(after, compared="a new warehouse: every row is new")
+    if gens.current().summary.get("migration"):
+        # A schema migration relabels series (docs/SCHEMA.md): a regression the previous view
+        # held under its old series digest or backend is not new.
+        new = new_since(read(gens.storage, before), after, ignored=RELABELLED)
+        new.compared = "against the whole previous regressions view, but for what the schema migration relabelled"
+        return new
     try:
         found = _by_changes(gens, before, after, database)
     except (duckdb.Error, OSError, KeyError, ValueError):

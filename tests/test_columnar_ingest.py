@@ -145,9 +145,9 @@ def test_edge_rows_match_the_per_row_path(tmp_path, monkeypatch):
     per_row = []
     original = GenerationBuilder._new_result
 
-    def counted(self, parsed, record, result, rev, stem):
+    def counted(self, parsed, record, result, *where):
         per_row.append(result)
-        return original(self, parsed, record, result, rev, stem)
+        return original(self, parsed, record, result, *where)
 
     # Patched on the class itself, so the builder still takes the columnar path.
     monkeypatch.setattr(GenerationBuilder, "_new_result", counted)

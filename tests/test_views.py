@@ -19,9 +19,11 @@ from tests.tiny_mirror import row, write_mirror
 
 PAIRS = [("0.6.3", "0.7.0"), ("0.5.10", "0.6.0"), ("0.6.4", "0.6.5")]
 SERIES_KEYS = """
-    select distinct series_digest, kernel, mode, provider, backend, metric, unit, gpu,
-           x_name, x_label, x_value, config_json
-    from results
+    select distinct r.series_digest, r.kernel, r.mode, r.provider, r.backend, r.metric, r.unit, r.gpu,
+           r.x_name, r.x_label, r.x_value, r.config_json, p.harness
+    from results as r
+    join fact_result using (result_digest)
+    join dim_protocol as p using (protocol_digest)
 """
 
 
@@ -44,8 +46,8 @@ def db(mirror_warehouse) -> Path:
 def series_of(db) -> dict[str, tuple]:
     """series_digest -> the plain-Python series key of tests/expected.py."""
     out = {}
-    for digest, *fields, config in _query(db, SERIES_KEYS):
-        out[digest] = (*fields, expected.canonical_config(config))
+    for digest, *fields, config, harness in _query(db, SERIES_KEYS):
+        out[digest] = (*fields, expected.canonical_config(config), harness)
     return out
 
 

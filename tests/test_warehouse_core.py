@@ -83,7 +83,11 @@ def test_digests_are_pinned(mirror_warehouse):
         "timed_pass": "full",
         "unit": "ms",
     }
-    got = _query(db, "select protocol_digest from dim_protocol where timed_pass='full' and metric='speed'")
+    got = _query(
+        db,
+        "select protocol_digest from dim_protocol where timed_pass='full' and metric='speed' "
+        "and harness='liger-kernel-bench'",
+    )
     assert got == [(_jcs_sha(proto),)]
 
 

@@ -265,7 +265,7 @@ class DimensionCache:
     def attach(self, df: pl.DataFrame, stem: str | None) -> pl.DataFrame:
         d = self.dims
         df = self._attach(df, "protocol_digest", ("kernel_operation_mode", "metric_name", "metric_unit"),
-                          lambda k: d.protocol(SimpleNamespace(mode=k[0], metric=k[1], unit=k[2])))
+                          lambda k: d.protocol(SimpleNamespace(mode=k[0], metric=k[1], unit=k[2]), stem), stem)
         df = self._attach(df, "workload_digest", ("kernel_name", "x_name", "x_label", "x_value",
                                                    "extra_benchmark_config_str"), self._workload)
         df = self._attach(df, "environment_digest", ("gpu_name",),

@@ -25,9 +25,10 @@ PUBLIC_VIEWS = ("version_history", "speedup_history", "regressions", "change_poi
 TABLE_ROWS = 100
 
 # An implementation as a reader names it: the provider, plus the backend when the provider's
-# name does not already say it (torch on the cuTile file is not torch on Triton).
+# name does not already say it (liger on the cuTile file is not liger on Triton). Baselines
+# have no backend (null), so they are named by their provider alone.
 IMPLEMENTATION = (
-    "case when backend = 'triton' or ends_with(provider, backend) then provider "
+    "case when backend is null or backend = 'triton' or ends_with(provider, backend) then provider "
     "else provider || ' (' || backend || ')' end"
 )
 
