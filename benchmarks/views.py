@@ -58,7 +58,7 @@ def main() -> None:
     parser.add_argument("--database", type=Path, required=True)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
-    con = duckdb.connect(str(args.database), read_only=True)
+    con = duckdb.connect(str(args.database), read_only=True, config={"file_search_path": str(args.database.parent)})
     wanted = queries(con)
     timed(con, BASELINE)
     seconds: dict[str, list[float]] = {name: [] for name in wanted}

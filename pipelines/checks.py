@@ -42,7 +42,7 @@ def connect(gens: GenerationStore, gen: Generation) -> duckdb.DuckDBPyConnection
 
     con = open_duckdb(gens.storage)
     for table in SCHEMAS:
-        con.execute(table_view_sql(gens, gen, table))
+        con.execute(table_view_sql(gen, table))
     return con
 
 

@@ -12,7 +12,6 @@ from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
-import duckdb
 import pytest
 
 from benchmarks import run
@@ -23,6 +22,7 @@ from pipelines.store.storage import Storage
 from pipelines.synthetic import Settings, generate
 from pipelines.synthetic.suite import load_suite
 from tests.conftest import MIRROR
+from tests.plain_duckdb import open_views
 from tests.recount import recount
 
 SMALL = Settings(revisions=24, rows_per_revision=400, seed=7, gh_pages_fraction=0.75)
@@ -137,7 +137,7 @@ def test_benchmark_suite_runs_end_to_end(tmp_path):
     gens = GenerationStore(Storage(root))
     assert [o for o in checks.all_checks(gens, gens.current()) if not o.passed] == []
     expected = recount(mirror)
-    with duckdb.connect(str(root / "liger.duckdb"), read_only=True) as con:
+    with open_views(root / "liger.duckdb") as con:
         per_source = dict(con.execute("select source_key, count(*) from fact_result group by 1").fetchall())
     assert per_source == dict(expected.per_source)
     assert sum(per_source.values()) == full["mirror"]["results"] == len(expected.results)

@@ -10,7 +10,6 @@ from collections import defaultdict
 from datetime import datetime, timedelta
 from pathlib import Path
 
-import duckdb
 import numpy as np
 import polars as pl
 import pyarrow as pa
@@ -23,6 +22,7 @@ from pipelines.store.generations import GenerationStore
 from pipelines.store.storage import Storage
 from tests import expected
 from tests.conftest import MIRROR, refresh
+from tests.plain_duckdb import open_views
 from tests.tiny_mirror import row, write_mirror
 
 # The documented parameters (pipelines/change_points.py, README): pinned here on purpose.
@@ -35,7 +35,7 @@ VIEW = """
 
 
 def _query(db: Path, sql: str, params: object = None) -> list[tuple]:
-    with duckdb.connect(str(db), read_only=True) as con:
+    with open_views(db) as con:
         return con.execute(sql, params).fetchall()
 
 

@@ -12,13 +12,13 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-import duckdb
 import pytest
 from typer.testing import CliRunner
 
 from pipelines.cli import app
 from tests import expected
 from tests.conftest import MIRROR
+from tests.plain_duckdb import open_views
 
 H100 = "NVIDIA H100 80GB HBM3"
 
@@ -56,13 +56,15 @@ def test_standalone_duckdb_cli_opens_the_database_and_runs_views(mirror_warehous
         set variable regression_threshold = 0.10;
         select count(*) filter (where verdict = 'regression') as regressions from compare_versions('0.6.3', '0.7.0');
     """
-    # From an unrelated working directory: the views' Parquet paths are absolute.
+    # README's command, from the directory that holds the warehouse: the views read their parts
+    # under file_search_path.
+    root = mirror_warehouse.root
     done = subprocess.run(
-        [binary, "-readonly", "-csv", str(mirror_warehouse.database)],
-        input=script, capture_output=True, text=True, cwd=tmp_path, timeout=120,
+        [binary, "-readonly", "-csv", "-cmd", f"set file_search_path = '{root.name}'", f"{root.name}/liger.duckdb"],
+        input=script, capture_output=True, text=True, cwd=root.parent, timeout=120,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    with duckdb.connect(str(mirror_warehouse.database), read_only=True) as con:
+    with open_views(mirror_warehouse.database) as con:
         (at_ten,) = con.execute(
             "select count(*) filter (where verdict = 'regression') from compare_versions('0.6.3', '0.7.0', 0.10)"
         ).fetchone()
@@ -70,17 +72,15 @@ def test_standalone_duckdb_cli_opens_the_database_and_runs_views(mirror_warehous
 
 
 def test_several_processes_read_at_once(mirror_warehouse):
-    db = str(mirror_warehouse.database)
+    db, root = str(mirror_warehouse.database), str(mirror_warehouse.root)
     sql = "select count(*) from speedups"
-    python = [
-        sys.executable,
-        "-c",
-        # No progress bar on stdout when the machine is busy and the query passes two seconds.
-        f"import duckdb; con = duckdb.connect({db!r}, read_only=True); con.execute('set enable_progress_bar = false'); "
-        f"print(con.execute({sql!r}).fetchall()[0][0])",
-    ]
-    commands = [[duckdb_cli(), "-readonly", "-noheader", "-csv", db, "-c", sql]] * 2 + [python] * 2
-    with duckdb.connect(db, read_only=True) as held:  # and this process keeps one open meanwhile
+    config = {"file_search_path": root}
+    # No progress bar on stdout when a loaded machine makes the query slow: only the count.
+    opened = f"duckdb.connect({db!r}, read_only=True, config={config!r}).execute('set enable_progress_bar = false')"
+    python = [sys.executable, "-c", f"import duckdb; print({opened}.execute({sql!r}).fetchall()[0][0])"]
+    search = f"set file_search_path = '{root}'"
+    commands = [[duckdb_cli(), "-readonly", "-noheader", "-csv", "-cmd", search, db, "-c", sql]] * 2 + [python] * 2
+    with open_views(mirror_warehouse.database) as held:  # and this process keeps one open meanwhile
         want = held.execute(sql).fetchall()[0][0]
         running = [subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for c in commands]
         outputs = [p.communicate(timeout=120) for p in running]
@@ -108,7 +108,7 @@ H100_FAMILY = ["NVIDIA H100 80GB HBM3", "NVIDIA H100 NVL", "NVIDIA H100 PCIe"]
 
 def _macro_rows(warehouse, sql: str, params: list) -> list[dict]:
     """What the macro itself answers: the CLI only filters, orders and formats it."""
-    with duckdb.connect(str(warehouse.database), read_only=True) as con:
+    with open_views(warehouse.database) as con:
         cursor = con.execute(sql, params)
         names = [d[0] for d in cursor.description]
         return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]

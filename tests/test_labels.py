@@ -12,13 +12,13 @@ import hashlib
 import json
 from pathlib import Path
 
-import duckdb
 import pytest
 
 from pipelines.digests import digest, flat_digest
 from pipelines.normalize.rows import backend, harness, stem_of_harness
 from tests import expected
 from tests.conftest import MIRROR
+from tests.plain_duckdb import open_views
 
 CUTILE, CUTEDSL, MAIN = "all_benchmark_data_cutile", "all_benchmark_data_cutedsl", "all_benchmark_data"
 QUANTILES = [0.5, 0.2, 0.8]
@@ -30,7 +30,7 @@ def _sha(identity: dict) -> str:
 
 
 def _query(db: Path, sql: str, params: object = None) -> list[tuple]:
-    with duckdb.connect(str(db), read_only=True) as con:
+    with open_views(db) as con:
         return con.execute(sql, params).fetchall()
 
 

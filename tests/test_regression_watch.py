@@ -8,13 +8,13 @@ import gzip
 import io
 from pathlib import Path
 
-import duckdb
 import pytest
 
 from pipelines import regression_watch
 from pipelines.store.generations import GenerationStore
 from pipelines.store.storage import Storage
 from tests.conftest import refresh
+from tests.plain_duckdb import open_views
 from tests.small_mirror import small_mirror
 from tests.test_refresh_metadata import _add_slower_release
 
@@ -25,7 +25,7 @@ def _check(result) -> dict:
 
 
 def _regressions_into(root: Path, builds: list[str]) -> list[str]:
-    with duckdb.connect(str(root / "liger.duckdb"), read_only=True) as con:
+    with open_views(root / "liger.duckdb") as con:
         rows = con.execute(
             "select series_digest from regressions where verdict = 'regression' and list_contains(?, head_version)",
             [builds],
@@ -87,7 +87,7 @@ def test_a_new_nightly_run_is_judged_against_the_build_before_it(tmp_path: Path)
     check = _check(second.result)
     found = _regressions_into(root, [nightly])
     assert check["new_regressions"] == len(found) >= 1
-    with duckdb.connect(str(root / "liger.duckdb"), read_only=True) as con:
+    with open_views(root / "liger.duckdb") as con:
         kernels = con.execute(
             "select distinct kernel from regressions where head_version = ? and verdict = 'regression'", [nightly]
         ).fetchall()

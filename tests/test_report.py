@@ -13,13 +13,13 @@ import struct
 import zlib
 from pathlib import Path
 
-import duckdb
 import pytest
 from typer.testing import CliRunner
 
 from pipelines.cli import app
 from pipelines.report.png import _chunks, compact
 from tests.conftest import env
+from tests.plain_duckdb import open_views
 
 pytestmark = pytest.mark.slow
 
@@ -59,7 +59,7 @@ def test_page_has_every_section(page, mirror_warehouse):
         assert f'<section id="{anchor}">' in page
     for title in ("speedup over each baseline", "p50 across versions", "Regressions", "Change points", "too noisy"):
         assert title in page
-    with duckdb.connect(str(mirror_warehouse.database), read_only=True) as con:
+    with open_views(mirror_warehouse.database) as con:
         kernels = [
             k
             for (k,) in con.execute(
@@ -95,7 +95,7 @@ def test_every_chart_spec_parses_and_carries_its_data(page):
 
 def test_tables_list_the_regressions_and_change_points(page, mirror_warehouse):
     liger = "starts_with(provider, 'liger')"
-    with duckdb.connect(str(mirror_warehouse.database), read_only=True) as con:
+    with open_views(mirror_warehouse.database) as con:
         totals = [
             con.execute(f"select count(*) from regressions where {liger} and verdict = 'regression'").fetchone()[0],
             con.execute(f"select count(*) from change_points where {liger}").fetchone()[0],

@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import dagster as dg
-import duckdb
 import pytest
 
 from pipelines.export import liger_csv
@@ -36,6 +35,7 @@ from pipelines.store.raw import RawStore
 from pipelines.store.storage import Storage
 from tests import expected
 from tests.conftest import FAST_RETRIES, MIRROR, refresh
+from tests.plain_duckdb import open_views
 from tests.reliability.published import Published, assert_still_there, contents, published, step_failures
 
 REPO = Path(__file__).resolve().parents[1]
@@ -273,7 +273,7 @@ def test_digests_change_exactly_as_documented(migrated):
 def test_digest_migration_maps_every_changed_digest(migrated):
     root, old, gen = migrated.root, migrated.old, migrated.gen
     new = _results(root, gen.id)
-    with duckdb.connect(str(root / "liger.duckdb"), read_only=True) as con:
+    with open_views(root / "liger.duckdb") as con:
         rows = con.execute("select kind, old_digest, new_digest, schema_version from digest_migration").fetchall()
     assert {r[3] for r in rows} == {2} and len(set(rows)) == len(rows)
     table = {(kind, o, n) for kind, o, n, _ in rows}
@@ -332,7 +332,7 @@ def test_an_import_made_before_keeps_following_its_originals(schema_one, schema_
     values = (
         "protocol_digest, workload_digest, environment_digest, implementation_digest, series_digest, p50, observed_at"
     )
-    with duckdb.connect(str(root / "liger.duckdb"), read_only=True) as con:
+    with open_views(root / "liger.duckdb") as con:
         imported = con.execute(f"select {values} from fact_result where source = 'import'").fetchall()
         originals = set(con.execute(f"select {values} from fact_result where source != 'import'").fetchall())
         suites = dict(
@@ -366,7 +366,7 @@ def test_the_next_generation_carries_the_migration_over(migrated, tmp_path):
     # ... which keeps the migration record, and the imported copies have their originals' digests.
     assert sorted(gens.read_table(gens.current(), "digest_migration").to_pylist(), key=str) == table
     values = "protocol_digest, workload_digest, environment_digest, implementation_digest, series_digest"
-    with duckdb.connect(str(root / "liger.duckdb"), read_only=True) as con:
+    with open_views(root / "liger.duckdb") as con:
         imported = set(con.execute(f"select {values} from fact_result where source = 'import'").fetchall())
         originals = set(con.execute(f"select {values} from fact_result where source != 'import'").fetchall())
     assert imported <= originals

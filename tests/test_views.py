@@ -9,12 +9,12 @@ from collections import defaultdict
 from itertools import pairwise
 from pathlib import Path
 
-import duckdb
 import pytest
 from packaging.version import Version
 
 from tests import expected
 from tests.conftest import MIRROR, refresh
+from tests.plain_duckdb import open_views
 from tests.tiny_mirror import row, write_mirror
 
 PAIRS = [("0.6.3", "0.7.0"), ("0.5.10", "0.6.0"), ("0.6.4", "0.6.5")]
@@ -28,7 +28,7 @@ SERIES_KEYS = """
 
 
 def _query(db: Path, sql: str, params: object = None) -> list[tuple]:
-    with duckdb.connect(str(db), read_only=True) as con:
+    with open_views(db) as con:
         return con.execute(sql, params).fetchall()
 
 
@@ -91,7 +91,7 @@ def test_threshold_as_argument_and_as_session_variable(db, mirror, series_of):
     assert want != expected.compare(mirror, "0.6.3", "0.7.0")
     as_argument = "select * from compare_versions('0.6.3', '0.7.0', threshold := 0.10)"
     assert _compared(db, series_of, as_argument) == want
-    with duckdb.connect(str(db), read_only=True) as con:
+    with open_views(db) as con:
         con.execute("set variable regression_threshold = 0.10")
         rows = con.execute("select series_digest, base_p50, head_p50, verdict from compare_versions('0.6.3', '0.7.0')")
         assert {series_of[d]: (b, h, v) for d, b, h, v in rows.fetchall()} == want

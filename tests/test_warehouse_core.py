@@ -9,7 +9,6 @@ import json
 import shutil
 from pathlib import Path
 
-import duckdb
 import pytest
 
 from pipelines import checks
@@ -17,6 +16,7 @@ from pipelines.store.generations import GenerationStore
 from pipelines.store.storage import Storage
 from tests.conftest import MIRROR, refresh, require_mirror
 from tests.fake_github import FakeGitHub
+from tests.plain_duckdb import open_views
 from tests.recount import recount
 
 
@@ -25,7 +25,7 @@ def _gens(root: Path) -> GenerationStore:
 
 
 def _query(db: Path, sql: str) -> list[tuple]:
-    with duckdb.connect(str(db), read_only=True) as con:
+    with open_views(db) as con:
         return con.execute(sql).fetchall()
 
 
@@ -75,10 +75,19 @@ def test_digests_are_pinned(mirror_warehouse):
         "and liger_version='0.2.1' and backend='triton'",
     )
     assert got == [(_jcs_sha(impl),)]
-    proto = {"harness": "liger-kernel-bench", "metric": "speed", "quantiles": [0.5, 0.2, 0.8],
-             "statistic": "median", "timed_pass": "full", "unit": "ms"}
-    got = _query(db, "select protocol_digest from dim_protocol where timed_pass='full' and metric='speed' "
-                     "and harness='liger-kernel-bench'")
+    proto = {
+        "harness": "liger-kernel-bench",
+        "metric": "speed",
+        "quantiles": [0.5, 0.2, 0.8],
+        "statistic": "median",
+        "timed_pass": "full",
+        "unit": "ms",
+    }
+    got = _query(
+        db,
+        "select protocol_digest from dim_protocol where timed_pass='full' and metric='speed' "
+        "and harness='liger-kernel-bench'",
+    )
     assert got == [(_jcs_sha(proto),)]
 
 

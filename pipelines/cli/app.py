@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated
 
@@ -11,7 +12,7 @@ import typer
 from rich.console import Console
 
 from pipelines import settings
-from pipelines.database import fetch_database, open_duckdb
+from pipelines.database import connect
 from pipelines.store.storage import Storage
 
 app = typer.Typer(help="The warehouse of record for Liger-Kernel benchmark results.", no_args_is_help=True)
@@ -34,17 +35,11 @@ def warehouse_root(warehouse: str | None) -> str:
     return settings.warehouse_dir()
 
 
-def database_path(warehouse: str | None) -> Path:
-    """liger.duckdb of the warehouse (a local copy for an object-store root), or a clear exit
-    when there is none yet."""
+def open_database(warehouse: str | None, allow_read: Sequence[Path] = ()) -> duckdb.DuckDBPyConnection:
+    """A locked-down connection to the views of the warehouse (``pipelines.database.connect``),
+    or a clear exit when there is no liger.duckdb yet."""
     try:
-        return fetch_database(Storage(warehouse_root(warehouse)))
+        return connect(Storage(warehouse_root(warehouse)), allow_read)
     except FileNotFoundError as exc:
         console.print(str(exc))
         raise typer.Exit(1) from None
-
-
-def open_database(warehouse: str | None) -> duckdb.DuckDBPyConnection:
-    """A read-only connection to liger.duckdb that also resolves object-store URIs."""
-    storage = Storage(warehouse_root(warehouse))
-    return open_duckdb(storage, str(database_path(warehouse)), read_only=True)

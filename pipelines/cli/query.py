@@ -6,6 +6,7 @@ import difflib
 import sys
 from collections import Counter
 from enum import StrEnum
+from pathlib import Path
 from typing import Annotated, NoReturn
 
 import duckdb
@@ -13,25 +14,56 @@ import typer
 
 from pipelines.cli.app import WarehouseOpt, app, console, open_database
 from pipelines.cli.output import Format, write
+from pipelines.database import NotAQuery, read_only_statements
 
 FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="table for people; csv or json for programs.")]
 
 
+AllowReadOpt = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--allow-read",
+        exists=True,
+        help="Also let the SQL read this file or directory (repeat for more); name it by its absolute path.",
+    ),
+]
+
+
+def _run(con: duckdb.DuckDBPyConnection, query: str) -> duckdb.DuckDBPyRelation | None:
+    """Run ``query`` if every statement of it only reads; raises NotAQuery before running any
+    statement when one does not."""
+    read_only_statements(query)
+    return con.sql(query)
+
+
+def _one_line(exc: Exception) -> str:
+    if isinstance(exc, duckdb.PermissionException):  # its first line names the file
+        return f"{str(exc).splitlines()[0]} (this session reads only the warehouse; --allow-read PATH opens more)"
+    return str(exc)
+
+
 @app.command()
 def sql(
-    query: Annotated[str | None, typer.Argument(help="One SQL query; omit for an interactive prompt.")] = None,
+    query: Annotated[str | None, typer.Argument(help="SQL to run; omit for an interactive prompt.")] = None,
     warehouse: WarehouseOpt = None,
     fmt: FormatOpt = Format.table,
+    allow_read: AllowReadOpt = None,
 ) -> None:
-    """Run SQL against liger.duckdb (read-only). Session settings work too, e.g.
-    `set variable regression_threshold = 0.10` at the prompt."""
-    con = open_database(warehouse)
+    """Run SQL against liger.duckdb: queries only; it reads the warehouse and nothing else, and
+    writes nothing. `set variable regression_threshold = 0.10` and `set memory_limit = '4GB'`
+    work too; COPY, ATTACH, INSTALL, CREATE, other settings and files outside the warehouse are
+    refused."""
+    con = open_database(warehouse, allow_read or ())
     if query is not None:
-        relation = con.sql(query)
-        if fmt is Format.table or relation is None:
-            print(relation if relation is not None else "")
-        else:
-            write(fmt, relation.columns, relation.fetchall())
+        try:
+            relation = _run(con, query)
+            if fmt is Format.table or relation is None:
+                print(relation if relation is not None else "")
+            else:
+                write(fmt, relation.columns, relation.fetchall())
+        except (NotAQuery, duckdb.Error) as exc:
+            console.print(_one_line(exc), markup=False, highlight=False, soft_wrap=True)
+            raise typer.Exit(1) from None
         return
     while True:
         try:
@@ -40,9 +72,11 @@ def sql(
             return
         if line.strip():
             try:
-                print(con.sql(line))
-            except duckdb.Error as exc:
-                print(exc, file=sys.stderr)
+                relation = _run(con, line)
+                if relation is not None:
+                    print(relation)
+            except (NotAQuery, duckdb.Error) as exc:
+                print(_one_line(exc), file=sys.stderr)
 
 
 class Verdict(StrEnum):
