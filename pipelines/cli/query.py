@@ -124,7 +124,7 @@ def _build(con: duckdb.DuckDBPyConnection, text: str) -> str:
     return build
 
 
-def _run(con: duckdb.DuckDBPyConnection, text: str) -> str:
+def _gh_pages_run(con: duckdb.DuckDBPyConnection, text: str) -> str:
     """The gh-pages run as upstream names it, or 'latest' / 'previous'; exits if unknown."""
     run = con.execute("select run_name($text)", {"text": text}).fetchall()[0][0]
     known = [r for (r,) in con.execute(
@@ -244,7 +244,7 @@ def regressions(
         _fail("give --base and --head (two versions) or --base-run and --head-run (two gh-pages runs)")
     con = open_database(warehouse)
     if base_run is not None:
-        macro, base_name, head_name = "compare_runs", _run(con, base_run), _run(con, head_run)
+        macro, base_name, head_name = "compare_runs", _gh_pages_run(con, base_run), _gh_pages_run(con, head_run)
     else:
         macro, base_name, head_name = "compare_versions", _build(con, base), _build(con, head)
     gpus = _gpus(con, gpu) if gpu is not None else None
