@@ -9,7 +9,11 @@ import os
 
 import dagster as dg
 
-REFRESH_TAGS = {"liger-warehouse/refresh": "nightly"}
+# Who launched a run: "cli" (liger-warehouse), "schedule", "sensor", else "manual" (the UI,
+# `dg launch`, `dagster job launch`).
+LAUNCHED_BY = "liger-warehouse/launched-by"
+# Every refresh carries this tag, whoever launched it: deploy/dagster.yaml runs one at a time.
+REFRESH_TAGS = {"liger-warehouse/refresh": "true"}
 EXECUTOR = "LIGER_WAREHOUSE_EXECUTOR"
 MAX_CONCURRENT = "LIGER_WAREHOUSE_MAX_CONCURRENT"
 
@@ -31,7 +35,7 @@ refresh_job = dg.define_asset_job(
     "refresh",
     selection=dg.AssetSelection.all() - OUTPUTS,
     description="Pull every new upstream revision, publish the next generation and rebuild the views.",
-    tags=REFRESH_TAGS,
+    tags={**REFRESH_TAGS, LAUNCHED_BY: "manual"},
     executor_def=refresh_executor(),
 )
 
@@ -41,12 +45,14 @@ nightly_refresh = dg.ScheduleDefinition(
     cron_schedule=os.getenv("LIGER_WAREHOUSE_SCHEDULE", "0 2 * * *"),
     execution_timezone="UTC",
     default_status=dg.DefaultScheduleStatus.RUNNING,
+    tags={LAUNCHED_BY: "schedule"},
 )
 
 outputs_job = dg.define_asset_job(
     "outputs",
     selection=OUTPUTS,
     description="Write the kernelindex export and the HTML report of the published generation.",
+    tags={LAUNCHED_BY: "manual"},
     executor_def=dg.in_process_executor,
 )
 
@@ -58,5 +64,12 @@ outputs_job = dg.define_asset_job(
     default_status=dg.DefaultSensorStatus.RUNNING,
 )
 def outputs_after_refresh(context: dg.RunStatusSensorContext) -> dg.RunRequest:
-    """Refresh the exports and the report once a refresh has published."""
-    return dg.RunRequest(run_key=context.dagster_run.run_id)
+    """Refresh the exports and the report once a refresh has published, in the warehouse that
+    refresh wrote: a refresh given its root as run config (as `liger-warehouse refresh -w` does)
+    hands it on; without one both runs read the code location's settings."""
+    warehouse = context.dagster_run.run_config.get("resources", {}).get("warehouse")
+    return dg.RunRequest(
+        run_key=context.dagster_run.run_id,
+        run_config={"resources": {"warehouse": warehouse}} if warehouse else {},
+        tags={LAUNCHED_BY: "sensor"},
+    )
