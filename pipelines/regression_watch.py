@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 import shutil
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
@@ -151,12 +151,13 @@ def new_since(before: Regressions, after: Regressions) -> Regressions:
 
     A row whose numbers moved (a restated result) counts as new, since this refresh changed it.
     Rows are compared on the columns both databases have, so a view that gained a column does
-    not make every row new. A new warehouse has no database before: all its rows are new.
+    not make every row new. A new warehouse has no database before: its first publish brings
+    the whole history, which is not news, so nothing is compared (a note says why).
     """
     if not after.available:
         return after
     if not before.exists:
-        return after
+        return first_publish(after)
     if not before.available:
         return Regressions(note=f"nothing to compare with: {before.note}")
     shared = [c for c in after.columns if c in before.columns]
@@ -165,6 +166,14 @@ def new_since(before: Regressions, after: Regressions) -> Regressions:
     old = set(_keys(before, shared))
     rows = [row for row, key in zip(after.rows, _keys(after, shared), strict=True) if key not in old]
     return Regressions(after.columns, rows)
+
+
+def first_publish(after: Regressions) -> Regressions:
+    """Nothing to compare with: the note says so, and how many regressions the history holds."""
+    return Regressions(
+        note=f"first publish, nothing to compare with: the history holds {len(after.rows)} regressions",
+        exists=after.exists,
+    )
 
 
 # -- new in this refresh, reading the previous database only where needed --------------------
@@ -201,7 +210,7 @@ def new_in_refresh(gens: GenerationStore, before: Path | None, after: Regression
     if not after.available:
         return after
     if before is None:
-        return replace(after, compared="a new warehouse: every row is new")
+        return first_publish(after)
     try:
         found = _by_changes(gens, before, after, database)
     except (duckdb.Error, OSError, KeyError, ValueError):

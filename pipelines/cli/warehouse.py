@@ -79,9 +79,9 @@ def _run_config(storage: Storage) -> dict:
 
 
 @contextmanager
-def _python_logs_shown_by_the_run() -> Iterator[None]:
-    """The project's own Python warnings repeat what the run reports (a deferred download, a
-    rejected file): without --debug, the summary says them once."""
+def _said_once() -> Iterator[None]:
+    """The project's own Python warnings repeat what the CLI shows: a retry (its notice), a
+    deferred download or a rejected file (the run's warnings). Without --debug, each is said once."""
     quiet = logging.NullHandler()
     logger = logging.getLogger("pipelines")
     if not options.debug:
@@ -104,7 +104,7 @@ def _run_refresh_job(storage: Storage):
         run_id = str(uuid.uuid4())  # chosen here so the listener is in place before the run starts
         with RefreshProgress(console, stages=len(job.graph.nodes)) as shown:
             instance.add_event_listener(run_id, shown.on_event)
-            with progress.listening(shown.on_progress, shown.on_notice), _python_logs_shown_by_the_run():
+            with progress.listening(shown.on_progress, shown.on_notice), _said_once():
                 result = job.execute_in_process(
                     instance=instance,
                     raise_on_error=False,
@@ -245,7 +245,7 @@ def _upstream_ahead(revisions) -> dict:
     def announce(message: str) -> None:
         console.print(f"[yellow]{escape(message)}[/yellow]", soft_wrap=True)
 
-    with tempfile.TemporaryDirectory() as scratch, progress.listening(notices=announce):
+    with tempfile.TemporaryDirectory() as scratch, progress.listening(notices=announce), _said_once():
         # ETags go to scratch space: status never writes to the warehouse.
         listing = open_upstream(settings_from_env(), Storage(scratch)).list()
     return behind(revisions, listing)
