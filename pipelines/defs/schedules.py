@@ -59,17 +59,24 @@ outputs_job = dg.define_asset_job(
 
 @dg.run_status_sensor(
     run_status=dg.DagsterRunStatus.SUCCESS,
-    monitored_jobs=[refresh_job],
+    # Not monitored_jobs=[refresh_job]: that matches only runs launched through this code
+    # location, and `liger-warehouse refresh` runs the job in its own process, with no code
+    # location. Which runs count is decided below instead.
+    monitor_all_code_locations=True,
     request_job=outputs_job,
     default_status=dg.DefaultSensorStatus.RUNNING,
 )
-def outputs_after_refresh(context: dg.RunStatusSensorContext) -> dg.RunRequest:
-    """Refresh the exports and the report once a refresh has published, in the warehouse that
-    refresh wrote: a refresh given its root as run config (as `liger-warehouse refresh -w` does)
-    hands it on; without one both runs read the code location's settings."""
-    warehouse = context.dagster_run.run_config.get("resources", {}).get("warehouse")
+def outputs_after_refresh(context: dg.RunStatusSensorContext) -> dg.RunRequest | dg.SkipReason:
+    """Refresh the exports and the report once a refresh has published (launched from the UI,
+    the schedule or `liger-warehouse refresh`), in the warehouse that refresh wrote: a refresh
+    given its root as run config (as `liger-warehouse refresh -w` does) hands it on; without
+    one both runs read the code location's settings."""
+    run = context.dagster_run
+    if run.job_name != refresh_job.name or not REFRESH_TAGS.items() <= run.tags.items():
+        return dg.SkipReason(f"run {run.run_id} of {run.job_name} is not a refresh of this warehouse")
+    warehouse = run.run_config.get("resources", {}).get("warehouse")
     return dg.RunRequest(
-        run_key=context.dagster_run.run_id,
+        run_key=run.run_id,
         run_config={"resources": {"warehouse": warehouse}} if warehouse else {},
         tags={LAUNCHED_BY: "sensor"},
     )
