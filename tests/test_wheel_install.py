@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -50,8 +51,15 @@ def _run(*args: str | Path, cwd: Path, env: dict[str, str] | None = None, timeou
 
 def test_a_wheel_in_a_fresh_venv_builds_every_view(tmp_path: Path):
     mirror = small_mirror(tmp_path / "mirror")
+    # The sources a build reads, copied: setuptools builds in the source tree.
+    source = tmp_path / "source"
+    source.mkdir()
+    for name in ("pyproject.toml", "setup.py", "README.md"):
+        shutil.copy2(PROJECT / name, source / name)
+    for name in ("pipelines", "sql"):
+        shutil.copytree(PROJECT / name, source / name, ignore=shutil.ignore_patterns("__pycache__"))
     dist = tmp_path / "dist"
-    _run(sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--wheel-dir", dist, PROJECT, cwd=tmp_path)
+    _run(sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--wheel-dir", dist, source, cwd=tmp_path)
     (wheel,) = dist.glob("liger_warehouse-*.whl")
     with zipfile.ZipFile(wheel) as archive:
         shipped = {Path(n).name for n in archive.namelist() if n.startswith("pipelines/sql/")}

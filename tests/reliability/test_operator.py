@@ -102,11 +102,16 @@ def test_a_sql_error_is_one_line_and_debug_shows_the_trace(warehouse: Path, tmp_
     assert traced.code != 0 and "Traceback" in traced.output and "selct" in traced.output
 
 
-@pytest.mark.parametrize(
-    "case",
-    ["export-out-is-a-file", "export-out-unwritable", "liger-csv-out-is-a-directory", "report-out-is-a-file",
-     "report-out-unwritable"],
-)  # fmt: skip
+OUT_CASES = [
+    "export-out-is-a-file",
+    "export-out-unwritable",
+    "liger-csv-out-is-a-directory",
+    "report-out-is-a-file",
+    "report-out-unwritable",
+]
+
+
+@pytest.mark.parametrize("case", OUT_CASES)
 def test_an_unusable_out_is_one_line_naming_it(case: str, warehouse: Path, tmp_path: Path, unwritable: Path):
     a_file = tmp_path / "a-file"
     a_file.write_text("not a directory\n")
@@ -191,7 +196,10 @@ def _github_at(base: str) -> dict[str, str]:
     return {"LIGER_WAREHOUSE_UPSTREAM": GITHUB, "LIGER_WAREHOUSE_GITHUB_API": base, "LIGER_WAREHOUSE_GITHUB_RAW": base}
 
 
-@pytest.mark.parametrize("case", ["github-unreachable", "github-black-holed"])
+UNREACHABLE_CASES = ["github-unreachable", "github-black-holed"]
+
+
+@pytest.mark.parametrize("case", UNREACHABLE_CASES)
 def test_an_unreachable_upstream_is_named_with_the_mirror_hint(case: str, warehouse: Path, tmp_path: Path):
     """Refused connections, then connections that time out: each retry is shown as it
     happens, the error names the listing and the host, and the hint points at a mirror."""
@@ -237,18 +245,33 @@ def test_status_takes_upstream_as_an_option(warehouse: Path, tmp_path: Path, aft
     assert_one_error(ran, f"upstream {str(missing)!r}: no such directory", "--upstream")
 
 
-# The ids docs/RELIABILITY.md lists (tests/reliability/test_reliability_doc.py).
-CASES = [
-    "sql-syntax-error",
-    "export-out-is-a-file",
-    "export-out-unwritable",
-    "liger-csv-out-is-a-directory",
-    "report-out-is-a-file",
-    "report-out-unwritable",
-    "warehouse-dir-is-a-file",
-    "failed-refresh-prints-once",
-    "github-unreachable",
-    "github-black-holed",
-    "status-check-upstream-unreachable",
-    "status-upstream-option",
-]
+# Every case of issue 11's operator points that docs/RELIABILITY.md lists, and the test that
+# shows it (tests/reliability/test_reliability_doc.py checks both).
+CASES = {
+    "sql-syntax-error": "tests/reliability/test_operator.py::test_a_sql_error_is_one_line_and_debug_shows_the_trace",
+    **{case: "tests/reliability/test_operator.py::test_an_unusable_out_is_one_line_naming_it" for case in OUT_CASES},
+    "warehouse-dir-is-a-file": "tests/reliability/test_operator.py::test_a_warehouse_dir_that_is_a_file_is_named",
+    "failed-refresh-prints-once": "tests/reliability/test_operator.py::test_a_failed_refresh_prints_its_summary_once",
+    **{
+        case: "tests/reliability/test_operator.py::test_an_unreachable_upstream_is_named_with_the_mirror_hint"
+        for case in UNREACHABLE_CASES
+    },
+    "status-check-upstream-unreachable": (
+        "tests/reliability/test_operator.py::test_status_check_upstream_unreachable_fails_in_one_line"
+    ),
+    "status-upstream-option": "tests/reliability/test_operator.py::test_status_takes_upstream_as_an_option",
+    "one-instance-dg-dev": "tests/test_dagster_instance.py::test_the_cli_dg_dev_and_the_sensor_share_one_instance",
+    "sensor-follows-the-refreshed-root": (
+        "tests/test_dagster_instance.py::test_the_cli_dg_dev_and_the_sensor_share_one_instance"
+    ),
+    "one-instance-dagster-dev": "tests/test_dagster_instance.py::test_dagster_dev_shows_what_the_cli_recorded",
+    "dg-check-defs": "tests/test_dagster_instance.py::test_dg_check_defs",
+    "tags-say-who-launched": "tests/test_deploy_config.py::test_runs_say_who_launched_them",
+    "wheel-install-every-view": "tests/test_wheel_install.py::test_a_wheel_in_a_fresh_venv_builds_every_view",
+    "missing-sql-is-an-error": (
+        "tests/test_wheel_install.py::test_a_missing_sql_directory_is_an_error_not_a_database_without_views"
+    ),
+    "no-change-refresh-one-line": "tests/test_cli_warehouse.py::test_refresh_with_nothing_new_says_so_in_one_line",
+    "first-publish-not-new": "tests/test_refresh_metadata.py::test_a_refresh_that_ingests_a_regression_warns",
+    "readme-writes-ignored-paths": "tests/test_readme_paths.py::test_readme_commands_write_only_ignored_paths",
+}
