@@ -83,16 +83,12 @@ def _create_analytic_views(con: duckdb.DuckDBPyConnection, files: list[Path]) ->
     return created
 
 
-def build_database(
-    gens: GenerationStore, gen: Generation, target: Path, sql_dir: Path = SQL_DIR
-) -> list[str]:
+def build_database(gens: GenerationStore, gen: Generation, target: Path, sql_dir: Path = SQL_DIR) -> list[str]:
     """Write ``target`` for generation ``gen``; returns the names of the views created."""
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f"{target.name}.tmp-{uuid.uuid4().hex}")
     try:
-        con = open_duckdb(
-            gens.storage, str(tmp), config={"storage_compatibility_version": STORAGE_COMPATIBILITY}
-        )
+        con = open_duckdb(gens.storage, str(tmp), config={"storage_compatibility_version": STORAGE_COMPATIBILITY})
         try:
             for table in SCHEMAS:
                 con.execute(table_view_sql(gens, gen, table))

@@ -13,4 +13,3 @@ SCHEDULE = "LIGER_WAREHOUSE_SCHEDULE"
 
 def warehouse_dir() -> str:
     return os.getenv(WAREHOUSE_DIR, "warehouse")
-

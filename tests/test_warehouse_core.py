@@ -69,11 +69,20 @@ def test_digests_are_pinned(mirror_warehouse):
     a100 = _query(db, "select environment_digest from dim_environment where gpu_name = 'NVIDIA A100-SXM4-80GB'")
     assert a100 == [(_jcs_sha({"gpu_name": "NVIDIA A100-SXM4-80GB"}),)]
     impl = {"backend": "triton", "liger_version": "0.2.1", "provider": "liger"}
-    got = _query(db, "select implementation_digest from dim_implementation where provider='liger' "
-                     "and liger_version='0.2.1' and backend='triton'")
+    got = _query(
+        db,
+        "select implementation_digest from dim_implementation where provider='liger' "
+        "and liger_version='0.2.1' and backend='triton'",
+    )
     assert got == [(_jcs_sha(impl),)]
-    proto = {"harness": "liger-kernel-bench", "metric": "speed", "quantiles": [0.5, 0.2, 0.8],
-             "statistic": "median", "timed_pass": "full", "unit": "ms"}
+    proto = {
+        "harness": "liger-kernel-bench",
+        "metric": "speed",
+        "quantiles": [0.5, 0.2, 0.8],
+        "statistic": "median",
+        "timed_pass": "full",
+        "unit": "ms",
+    }
     got = _query(db, "select protocol_digest from dim_protocol where timed_pass='full' and metric='speed'")
     assert got == [(_jcs_sha(proto),)]
 
@@ -159,15 +168,16 @@ def test_one_new_revision_is_the_only_work(copy_of, tmp_path):
     assert summary["revisions_ingested"] == 1
     assert (summary["results_added"], summary["results_restated"], summary["results_removed"]) == (1, 1, 0)
     written = set(_files(copy_of)) - set(before_files)
-    assert {Path(w).parts[1] for w in written} <= {
-        "fact_result", "fact_revision_member", "dim_upstream_revision"
-    }
+    assert {Path(w).parts[1] for w in written} <= {"fact_result", "fact_revision_member", "dim_upstream_revision"}
     assert len([w for w in written if "/fact_result/" in w]) == 1
     after = _query(db, "select count(*), count(*) filter (where is_current) from fact_result")[0]
     assert after == (before[0] + 1, before[1])
-    restated = _query(db, f"""
+    restated = _query(
+        db,
+        f"""
         select f.p50 from fact_result f join dim_upstream_revision r on f.first_revision_digest = r.revision_digest
-        where r.commit = '{new_sha}'""")
+        where r.commit = '{new_sha}'""",
+    )
     assert restated == [(9.999,)]
 
 

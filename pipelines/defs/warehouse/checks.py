@@ -116,9 +116,7 @@ def staged_generation_audit(context: dg.AssetCheckExecutionContext, warehouse: W
         if spec.key not in context.selected_asset_check_keys:
             continue
         relevant = [
-            o
-            for o in outcomes[spec.name]
-            if o.table == spec.asset_key.path[-1] or spec.name != "digests_unique"
+            o for o in outcomes[spec.name] if o.table == spec.asset_key.path[-1] or spec.name != "digests_unique"
         ]
         if spec.name == "no_orphan_digests":
             relevant = [o for o in outcomes[spec.name] if o.table == spec.asset_key.path[-1]]
