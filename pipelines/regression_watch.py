@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 import shutil
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
@@ -151,13 +151,14 @@ def new_since(before: Regressions, after: Regressions, ignored: tuple[str, ...] 
 
     A row whose numbers moved (a restated result) counts as new, since this refresh changed it.
     Rows are compared on the columns both databases have (but ``ignored``), so a view that
-    gained a column does not make every row new. A new warehouse has no database before: all
-    its rows are new.
+    gained a column does not make every row new. A new warehouse has no database before: its
+    first publish brings the whole history, which is not news, so nothing is compared (a note
+    says why).
     """
     if not after.available:
         return after
     if not before.exists:
-        return after
+        return first_publish(after)
     if not before.available:
         return Regressions(note=f"nothing to compare with: {before.note}")
     shared = [c for c in after.columns if c in before.columns and c not in ignored]
@@ -166,6 +167,14 @@ def new_since(before: Regressions, after: Regressions, ignored: tuple[str, ...] 
     old = set(_keys(before, shared))
     rows = [row for row, key in zip(after.rows, _keys(after, shared), strict=True) if key not in old]
     return Regressions(after.columns, rows)
+
+
+def first_publish(after: Regressions) -> Regressions:
+    """Nothing to compare with: the note says so, and how many regressions the history holds."""
+    return Regressions(
+        note=f"first publish, nothing to compare with: the history holds {len(after.rows)} regressions",
+        exists=after.exists,
+    )
 
 
 # -- new in this refresh, reading the previous database only where needed --------------------
@@ -204,7 +213,7 @@ def new_in_refresh(gens: GenerationStore, before: Path | None, after: Regression
     if not after.available:
         return after
     if before is None:
-        return replace(after, compared="a new warehouse: every row is new")
+        return first_publish(after)
     if gens.current().summary.get("migration"):
         # A schema migration relabels series (docs/SCHEMA.md): a regression the previous view
         # held under its old series digest or backend is not new.

@@ -108,7 +108,9 @@ def test_regressions_without_the_view_or_a_previous_database(tmp_path: Path):
     first = regression_watch.read(storage, tmp_path / "absent.duckdb")
     after = regression_watch.read(storage, _database(tmp_path / "new.duckdb", [("a", "0.1.0", "0.2.0", 2.0,
                                                                                     "regression", [])]))  # fmt: skip
-    assert len(regression_watch.new_since(first, after).rows) == 1  # a new warehouse: all of them are new
+    # A new warehouse: its first publish brings the whole history, which is not news.
+    new = regression_watch.new_since(first, after)
+    assert not new.available and new.note.startswith("first publish, nothing to compare with") and not new.rows
     assert not regression_watch.new_since(missing, after).available  # no baseline: not compared
 
 
@@ -138,6 +140,10 @@ def test_a_refresh_that_ingests_a_regression_warns(tmp_path: Path):
     mirror = small_mirror(tmp_path / "mirror")
     first = refresh(tmp_path / "warehouse", upstream=str(mirror))
     assert first.result.success
+    # The first publish brings the whole history, regressions included: not news.
+    check = _regression_check(first.result)
+    assert check.passed and check.metadata["new_regressions"].value == 0
+    assert check.description.startswith("not checked: first publish, nothing to compare with: the history holds ")
     _add_slower_release(mirror)
     second = refresh(tmp_path / "warehouse", upstream=str(mirror))
     assert second.result.success  # a warning, not a failure

@@ -97,11 +97,12 @@ def test_results_that_change_without_a_new_revision_are_compared(tmp_path: Path)
     full, fast = _both_ways(root, changed)
     assert fast.compared == FULL and fast.rows == full.rows
 
-    # No previous database: every row is new.
+    # No previous database: the first publish, nothing to compare with, nothing called new.
     storage = Storage(str(root))
     after = regression_watch.read(storage, root / "liger.duckdb")
     first = regression_watch.new_in_refresh(GenerationStore(storage), None, after, root / "liger.duckdb")
-    assert first.rows == after.rows
+    assert not first.available and not first.rows
+    assert first.note == f"first publish, nothing to compare with: the history holds {len(after.rows)} regressions"
 
 
 def test_the_shortcut_guards_every_table_the_view_reads(tmp_path: Path):
