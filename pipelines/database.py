@@ -20,6 +20,7 @@ import uuid
 from collections.abc import Sequence
 from functools import cache
 from hashlib import sha256
+from importlib import resources
 from pathlib import Path
 
 import duckdb
@@ -32,7 +33,8 @@ from pipelines.tables import SCHEMAS, empty
 
 DATABASE = "liger.duckdb"
 STORAGE_COMPATIBILITY = "v1.0.0"
-SQL_DIR = Path(__file__).resolve().parent.parent / "sql"
+# The repository's top-level sql/, installed as the package pipelines.sql (setup.py).
+SQL_DIR = Path(str(resources.files("pipelines.sql")))
 CACHE_DIR = "LIGER_WAREHOUSE_CACHE_DIR"
 # Never fetch an extension at run time: a missing one is an error, not a download.
 NO_DOWNLOADS = {"autoinstall_known_extensions": "false"}
@@ -78,8 +80,17 @@ def table_view_sql(gen: Generation, table: str) -> str:
     return f"create or replace view {table} as select * from read_parquet([{files}])"
 
 
+class MissingViews(RuntimeError):
+    """No analytic view to build: liger.duckdb would hold the tables and nothing else."""
+
+
 def analytic_view_files(sql_dir: Path = SQL_DIR) -> list[Path]:
-    return sorted(sql_dir.glob("*.sql"))
+    """Every ``.sql`` file of ``sql_dir``; an error when there is none, so a broken install
+    fails instead of publishing a database without its views."""
+    files = sorted(sql_dir.glob("*.sql"))
+    if not files:
+        raise MissingViews(f"no analytic views (*.sql) in {sql_dir}: this installation lacks sql/; reinstall it")
+    return files
 
 
 def _create_analytic_views(con: duckdb.DuckDBPyConnection, files: list[Path]) -> list[str]:

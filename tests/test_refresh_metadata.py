@@ -134,6 +134,10 @@ def test_a_refresh_that_ingests_a_regression_warns(tmp_path: Path):
     mirror = small_mirror(tmp_path / "mirror")
     first = refresh(tmp_path / "warehouse", upstream=str(mirror))
     assert first.result.success
+    # The first publish brings the whole history, regressions included: not news.
+    check = _regression_check(first.result)
+    assert check.passed and check.metadata["new_regressions"].value == 0
+    assert check.description.startswith("not checked: first publish, nothing to compare with: the history holds ")
     _add_slower_release(mirror)
     second = refresh(tmp_path / "warehouse", upstream=str(mirror))
     assert second.result.success  # a warning, not a failure

@@ -52,7 +52,7 @@ def test_no_orphans_and_unique_digests(mirror_warehouse):
 
 
 def test_blocking_checks_ran_and_passed(mirror_warehouse):
-    # Non-blocking checks only warn (no_new_regressions does on a first build with regressions).
+    # Non-blocking checks only warn (no_new_regressions, when a refresh brings regressions in).
     evaluations = [e for e in mirror_warehouse.result.get_asset_check_evaluations() if e.blocking]
     assert len(evaluations) >= 10
     assert all(e.passed for e in evaluations)
