@@ -1,6 +1,7 @@
 """What pyproject.toml cannot say: the analytic views stay in the top-level ``sql/`` directory
-and ship inside the package as ``pipelines.sql`` (the derived-table models in ``sql/derived/`` too) (read with importlib.resources), so that a
-wheel, not only an editable install, builds liger.duckdb with every view."""
+and ship inside the package as ``pipelines.sql`` (read with importlib.resources; the derived-table
+models of ``sql/derived/`` too), so that a wheel, not only an editable install, builds
+liger.duckdb with every view."""
 
 from setuptools import find_packages, setup
 
