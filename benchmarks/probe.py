@@ -15,8 +15,8 @@ import time
 
 import psutil
 
-# As the CLI runs the job: console logs at WARNING only.
-QUIET_LOGS = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+# As the CLI runs the job: Dagster's console log off.
+QUIET_LOGS = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 COUNTERS = ("http_requests", "content_bytes_downloaded", "revisions_downloaded", "revisions_listed")
 
 
@@ -52,14 +52,10 @@ def _published(result) -> bool:
 
 def main() -> None:
     created = psutil.Process().create_time()
-    from pipelines import settings
-
-    settings.ensure_dagster_home()
-    import dagster as dg
-
+    from pipelines.cli.instance import dagster_instance
     from pipelines.definitions import load
 
-    with dg.DagsterInstance.get() as instance:
+    with dagster_instance() as instance:
         job = load().resolve_job_def("refresh")
         ready = time.time()
         result = job.execute_in_process(instance=instance, raise_on_error=False, run_config=QUIET_LOGS)

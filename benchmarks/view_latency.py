@@ -60,6 +60,11 @@ def _spread(seconds: list[float]) -> str:
     return f"{min(seconds) * 1000:.0f}-{max(seconds) * 1000:.0f}"
 
 
+def _open(database: Path) -> duckdb.DuckDBPyConnection:
+    """Read-only, as any DuckDB client opens it: the views read their parts under file_search_path."""
+    return duckdb.connect(str(database), read_only=True, config={"file_search_path": str(database.parent)})
+
+
 def _run(con: duckdb.DuckDBPyConnection, sql: str) -> tuple[float, int]:
     started = time.perf_counter()
     rows = con.sql(sql).to_arrow_table().num_rows
@@ -69,16 +74,16 @@ def _run(con: duckdb.DuckDBPyConnection, sql: str) -> tuple[float, int]:
 def measure(database: Path, name: str, sql: str, runs: int) -> Timing:
     fresh = []
     for _ in range(runs):
-        with duckdb.connect(str(database), read_only=True) as con:
+        with _open(database) as con:
             fresh.append(_run(con, sql)[0])
-    with duckdb.connect(str(database), read_only=True) as con:
+    with _open(database) as con:
         _, rows = _run(con, sql)  # warm-up: Parquet footers and the OS page cache
         warm = [_run(con, sql)[0] for _ in range(runs)]
     return Timing(name, rows, fresh, warm)
 
 
 def section(timings: list[Timing], database: Path, runs: int, load: float) -> str:
-    with duckdb.connect(str(database), read_only=True) as con:
+    with _open(database) as con:
         results = con.execute("select count(*) from results").fetchall()[0][0]
     lines = [
         HEADING,

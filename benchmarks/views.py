@@ -1,4 +1,5 @@
-"""Latency of every view from ``sql/`` and of ``compare_versions``, beside one scan of fact_result.
+"""Latency of every view from ``sql/`` and of ``compare_versions`` and ``compare_runs``, beside one
+scan of fact_result.
 
     python -m benchmarks.views --database WAREHOUSE/liger.duckdb --repeats 3
 
@@ -22,27 +23,24 @@ from pipelines.database import analytic_view_files
 BASELINE = "select count(*), sum(p50) from fact_result"
 
 
+# The comparisons people call, each on the two newest sides of its kind.
+NEWEST = {
+    "compare_versions": "select build from dim_build order by build_rank desc limit 2",
+    "compare_runs": "select run from dim_upstream_revision where source = 'gh-pages' order by seq desc limit 2",
+}
+
+
 def queries(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
-    """The baseline, every analytic view, and the table macros people call: ``compare_versions``
-    on the two newest versions that have results and ``compare_runs`` on the two newest runs.
-    (The other table macros of ``sql/`` are their building blocks, with other arguments.)"""
+    """The baseline, every analytic view, and ``compare_versions`` / ``compare_runs`` on the two
+    newest builds and runs."""
     stems = {p.stem for p in analytic_view_files()}
     views = {r[0] for r in con.execute("select view_name from duckdb_views() where not internal").fetchall()}
-    macros = {
-        r[0] for r in con.execute("select function_name from duckdb_functions() where function_type = 'table_macro'")
-        .fetchall()
-    }
     out = {"scan fact_result": BASELINE}
     out |= {v: f"select * from {v}" for v in sorted(stems & views)}
-    newest_sql = (
-        "select v.liger_version from dim_version v semi join fact_result f using (liger_version) "
-        "order by v.version_rank desc limit 2"
-    )
-    newest = [r[0] for r in con.execute(newest_sql).fetchall()]
-    calls = {"compare_runs": "select * from compare_runs('previous', 'latest')"}
-    if len(newest) == 2:
-        calls["compare_versions"] = f"select * from compare_versions('{newest[1]}', '{newest[0]}')"
-    out |= {m: calls[m] for m in sorted(stems & macros & calls.keys())}
+    for macro, newest_sql in NEWEST.items():
+        newest = [r[0] for r in con.execute(newest_sql).fetchall()]
+        if len(newest) == 2:
+            out[macro] = f"select * from {macro}('{newest[1]}', '{newest[0]}')"
     return out
 
 
@@ -60,7 +58,7 @@ def main() -> None:
     parser.add_argument("--database", type=Path, required=True)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
-    con = duckdb.connect(str(args.database), read_only=True)
+    con = duckdb.connect(str(args.database), read_only=True, config={"file_search_path": str(args.database.parent)})
     wanted = queries(con)
     timed(con, BASELINE)
     seconds: dict[str, list[float]] = {name: [] for name in wanted}

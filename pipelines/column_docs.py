@@ -27,6 +27,12 @@ COLUMN_DESCRIPTIONS: dict[str, dict[str, str]] = {
         "is_current": "True when the newest revision of its source that upstream still lists shows it.",
         "row_text": "The upstream CSV row, byte for byte.",
     },
+    "digest_migration": {
+        "kind": "Which digest: protocol, implementation, series, ... (the fact_result column without _digest).",
+        "old_digest": "A digest of the schema version before.",
+        "new_digest": "A digest it became; several rows per old digest when it was split.",
+        "schema_version": "The schema version of new_digest (docs/SCHEMA.md).",
+    },
 }
 
 

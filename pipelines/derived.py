@@ -14,7 +14,7 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from pipelines.database import SQL_DIR, analytic_view_files, create_analytic_views, open_duckdb, table_view_sql
+from pipelines.database import SQL_DIR, create_views, open_duckdb
 from pipelines.store.generations import Generation, GenerationStore, Part
 from pipelines.tables import SCHEMAS, SQL_MODELS
 
@@ -46,9 +46,7 @@ def add_to_generation(gens: GenerationStore, gen: Generation) -> dict[str, Part]
     """Run every SQL model over staged generation ``gen`` and re-stage it with their tables."""
     parts: dict[str, Part] = {}
     with open_duckdb(gens.storage) as con:
-        for table in SCHEMAS:
-            con.execute(table_view_sql(gens, gen, table))
-        create_analytic_views(con, analytic_view_files())
+        create_views(con, gen)
         for name in SQL_MODELS:
             data = _derive(con, name)
             parts[name] = gens.write_content_part(name, data)

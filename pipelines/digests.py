@@ -35,8 +35,9 @@ def hex_part(value: str) -> str:
     return value.removeprefix(PREFIX)
 
 
-def flat_digest(identity: dict[str, str]) -> str:
-    """``digest`` for a flat object of ASCII keys and string values, without the generic encoder.
+def flat_digest(identity: dict[str, str | None]) -> str:
+    """``digest`` for a flat object of ASCII keys and string or null values, without the generic
+    encoder.
 
     Result digests are computed once per upstream row, so this path matters for throughput.
     For such objects ``json.dumps(..., ensure_ascii=False)`` is exactly the RFC 8785 form (a
@@ -44,5 +45,9 @@ def flat_digest(identity: dict[str, str]) -> str:
     """
     # encode_basestring is the C encoder json.dumps(..., ensure_ascii=False) applies to a str;
     # calling it directly skips building a JSONEncoder per value.
-    body = ",".join(f'"{key}":{encode_basestring(identity[key])}' for key in sorted(identity))
+    body = ",".join(f'"{key}":{_flat_value(identity[key])}' for key in sorted(identity))
     return PREFIX + hashlib.sha256(("{" + body + "}").encode("utf-8")).hexdigest()
+
+
+def _flat_value(value: str | None) -> str:
+    return "null" if value is None else encode_basestring(value)

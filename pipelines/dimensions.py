@@ -16,6 +16,7 @@ from pipelines.normalize.rows import (
     Row,
     backend,
     environment_identity,
+    harness,
     implementation_identity,
     protocol_identity,
     workload_identity,
@@ -60,9 +61,9 @@ class Dimensions:
             self._cache[key] = compute()
         return self._cache[key]
 
-    def protocol(self, row: Row) -> str:
+    def protocol(self, row: Row, stem: str | None) -> str:
         def compute() -> str:
-            ident = protocol_identity(row)
+            ident = protocol_identity(row, stem)
             return self._add(
                 "dim_protocol",
                 digest(ident),
@@ -73,7 +74,7 @@ class Dimensions:
                 },
             )
 
-        return self._memo(("p", row.mode, row.metric, row.unit), compute)
+        return self._memo(("p", row.mode, row.metric, row.unit, harness(stem)), compute)
 
     def workload(self, row: Row) -> str:
         def compute() -> str:
@@ -135,7 +136,8 @@ class Dimensions:
         """A series: same kernel, mode, provider, metric, GPU and workload, across versions."""
         return self._memo(
             ("s", protocol, workload, environment, row.provider, stem),
-            # A flat object of strings: flat_digest is digest without the generic encoder.
+            # A flat object of strings (and a null backend): flat_digest is digest without the
+            # generic encoder.
             lambda: flat_digest(
                 {
                     "protocol_digest": protocol,

@@ -9,13 +9,14 @@ source, importing the same bytes again changes nothing.
 
 Digests (the rule, also in docs/EXPORTS.md): a record carries four dimension digests, but not
 every identity field behind them (not which parameter was the x axis, the x label, the original
-config spelling, nor the backend). A claimed digest is kept when the warehouse holds that
-dimension row and the row agrees with the record, checked by recomputing the digest through the
-same identity function with the row's missing fields; otherwise the digest is recomputed from
-the record alone (x name, label and value empty, config as decoded from the workload slug,
-backend from the provider). So re-importing an export gives back the original digests, and a
-foreign record gets honest digests of what it says. ``result_digest`` follows the upstream
-rule: one distinct line of text within one source.
+config spelling, nor which upstream file, so which suite and backend). A claimed digest is kept
+when the warehouse holds that dimension row and the row agrees with the record, checked by
+recomputing the digest through the same identity function with the row's missing fields; the
+upstream file is the one the claimed protocol's harness names. Otherwise the digest is recomputed
+from the record alone (x name, label and value empty, config as decoded from the workload slug,
+the main file's suite, backend from the provider). So re-importing an export gives back the
+original digests, and a foreign record gets honest digests of what it says. ``result_digest``
+follows the upstream rule: one distinct line of text within one source.
 """
 
 from __future__ import annotations
@@ -36,10 +37,10 @@ from pipelines.export.kernelindex import RULES, result_from_kernelindex
 from pipelines.ingest import GenerationBuilder, revision_digest
 from pipelines.normalize.csvfile import CsvFile, FileRejected, Record
 from pipelines.normalize.rows import (
-    BACKEND_BY_STEM,
     FUTURE_SLACK,
     Row,
     RowRejected,
+    stem_of_harness,
     workload_identity,
 )
 from pipelines.store.generations import Generation, GenerationStore
@@ -49,7 +50,6 @@ from pipelines.upstream.model import IMPORT, RevisionRef, UpstreamListing
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 _LINE = re.compile(r"(\r\n|\n|\r)")
-STEM_BY_BACKEND = {backend: stem for stem, backend in BACKEND_BY_STEM.items()}
 
 
 class ImportRejected(RuntimeError):
@@ -142,6 +142,7 @@ class Claims:
     workloads: dict[str, dict] = field(default_factory=dict)
     environments: dict[str, str] = field(default_factory=dict)
     implementations: dict[str, dict] = field(default_factory=dict)
+    protocols: dict[str, dict] = field(default_factory=dict)
     _workloads: dict[tuple, tuple] = field(default_factory=dict)
 
     @classmethod
@@ -154,6 +155,7 @@ class Claims:
             workloads=rows("dim_workload", "workload_digest"),
             environments={d: r["gpu_name"] for d, r in environments.items()},
             implementations=rows("dim_implementation", "implementation_digest"),
+            protocols=rows("dim_protocol", "protocol_digest"),
         )
 
     def workload(self, fields: dict[str, Any]) -> tuple[str, str, str, dict, str]:
@@ -177,14 +179,12 @@ class Claims:
         return fields["gpu_name"]
 
     def stem(self, fields: dict[str, Any]) -> str | None:
-        """The upstream file stem whose backend the claimed implementation has, else None."""
-        claimed = self.implementations.get(fields["implementation_digest"])
-        if claimed is None or (claimed["provider"], claimed["liger_version"]) != (
-            fields["provider"],
-            fields["liger_version"],
-        ):
+        """The upstream file stem the claimed protocol's harness names, else None."""
+        claimed = self.protocols.get(fields["protocol_digest"])
+        said = (fields["operation_mode"], fields["metric"], fields["unit"])
+        if claimed is None or (claimed["timed_pass"], claimed["metric"], claimed["unit"]) != said:
             return None
-        return STEM_BY_BACKEND.get(claimed["backend"])
+        return stem_of_harness(claimed["harness"])
 
 
 def _workload_holds(claimed: dict, fields: dict[str, Any]) -> bool:

@@ -24,7 +24,7 @@ from pipelines.normalize.csvfile import CsvFile, FileRejected, Record, split_csv
 from pipelines.normalize.rows import Row, parse_row
 from pipelines.store.generations import Generation, GenerationStore, Part, new_generation_id
 from pipelines.store.raw import RawStore
-from pipelines.tables import DIGEST_COLUMN, DIMENSIONS, INGESTED, SCHEMAS
+from pipelines.tables import DIGEST_COLUMN, DIMENSIONS, INGESTED, SCHEMA_VERSION, SCHEMAS
 from pipelines.upstream.model import GH_PAGES, IMPORT, RevisionRef, UpstreamListing
 from pipelines.versions import parse_version, split_run_name
 
@@ -33,6 +33,11 @@ log = logging.getLogger(__name__)
 
 def revision_digest(ref: RevisionRef) -> str:
     return digest(ref.identity())
+
+
+class SchemaOutdated(RuntimeError):
+    """The published generation's digests follow an older schema version: a refresh migrates it
+    first (pipelines/migrate.py), and nothing may build on it before."""
 
 
 @dataclass
@@ -68,23 +73,33 @@ class _Revision:
 
 
 class GenerationBuilder:
-    def __init__(self, gens: GenerationStore, raw: RawStore, now: datetime | None = None) -> None:
+    """Builds the next generation on the published one, or on ``base``: the migration of the
+    published generation to the current schema version (pipelines/migrate.py), which is not
+    published itself; the new generation then carries the migration and replaces the published one."""
+
+    def __init__(
+        self, gens: GenerationStore, raw: RawStore, now: datetime | None = None, base: Generation | None = None
+    ) -> None:
         self.gens = gens
         self.raw = raw
         self.now = (now or datetime.now(UTC)).replace(tzinfo=None)
-        self.prior = gens.current()
+        self.prior = base or gens.current()
+        self.migration = base.summary.get("migration") if base else None
         self.gen = Generation(
             id=new_generation_id(),
-            parent=self.prior.id or None,
+            parent=(base.parent if base else self.prior.id) or None,
             created_at=self.now.isoformat() + "Z",
             tables={name: list(self.prior.parts(name)) for name in INGESTED},
         )
         self.summary = Summary()
         revisions = gens.read_table(self.prior, "dim_upstream_revision").to_pylist()
         self.revisions: dict[str, dict] = {r["revision_digest"]: r for r in revisions}
-        known = {t: set(gens.read_table(self.prior, t, [DIGEST_COLUMN[t]]).column(0).to_pylist()) for t in DIMENSIONS}
+        known = {
+            t: set(gens.read_table(self.prior, t, [DIGEST_COLUMN[t]]).column(0).to_pylist())
+            for t in DIMENSIONS
+        }
         self.dims = Dimensions(known)
-        self.changed = False
+        self.changed = base is not None  # a migration is published even when upstream holds nothing new
         self._dimension_cache: columnar.DimensionCache | None = None
 
     # -- the whole refresh -------------------------------------------------------------
@@ -94,6 +109,12 @@ class GenerationBuilder:
 
         ``contents`` maps the revision digest of each fetched revision to its raw snapshot.
         """
+        if self.prior.schema_version != SCHEMA_VERSION:
+            raise SchemaOutdated(
+                f"the published generation {self.prior.id} holds digests of schema version "
+                f"{self.prior.schema_version}, this code writes version {SCHEMA_VERSION}: "
+                "run `liger-warehouse refresh` to migrate it first"
+            )
         listed = {revision_digest(ref): ref for ref in listing.revisions}
         pending = self._pending(listed, contents)
         self._normalized, self._to_normalize = 0, sum(map(len, pending.values()))
@@ -106,7 +127,9 @@ class GenerationBuilder:
         self._write_revisions(listed)
         self._write_golden(listing.golden_commits)
         self.summary.warnings += listing.problems
-        self.summary.warnings += [f"GPU {g!r} is not in the GPU catalog" for g in sorted(self.dims.unknown_gpus)]
+        self.summary.warnings += [
+            f"GPU {g!r} is not in the GPU catalog" for g in sorted(self.dims.unknown_gpus)
+        ]
         if not self.changed:
             return None
         self.gen.summary = self._summary_dict()
@@ -114,7 +137,9 @@ class GenerationBuilder:
         self.gens.stage(self.gen)
         return self.gen
 
-    def _pending(self, listed: dict[str, RevisionRef], contents: dict[str, str]) -> dict[str, list[_Revision]]:
+    def _pending(
+        self, listed: dict[str, RevisionRef], contents: dict[str, str]
+    ) -> dict[str, list[_Revision]]:
         pending: dict[str, list[_Revision]] = {}
         for rev_digest, ref in listed.items():
             if rev_digest in self.revisions:
@@ -122,7 +147,9 @@ class GenerationBuilder:
             if rev_digest not in contents:
                 self.summary.deferred.append(ref.label)
                 continue
-            pending.setdefault(ref.source_key, []).append(_Revision(ref, rev_digest, contents[rev_digest]))
+            pending.setdefault(ref.source_key, []).append(
+                _Revision(ref, rev_digest, contents[rev_digest])
+            )
         for revs in pending.values():
             revs.sort(key=lambda r: r.ref.seq)
         return pending
@@ -134,12 +161,16 @@ class GenerationBuilder:
             if row["is_upstream"] != (rev_digest in listed):
                 touched.add(row["source_key"])
                 if rev_digest not in listed:
-                    self.summary.no_longer_upstream.append(row["path"] if row["source"] != GH_PAGES else row["run"])
+                    self.summary.no_longer_upstream.append(
+                        row["path"] if row["source"] != GH_PAGES else row["run"]
+                    )
         return touched
 
     # -- one source ---------------------------------------------------------------------
 
-    def _build_source(self, source_key: str, pending: list[_Revision], listed: dict[str, RevisionRef]) -> None:
+    def _build_source(
+        self, source_key: str, pending: list[_Revision], listed: dict[str, RevisionRef]
+    ) -> None:
         prior_parts = [p for p in self.prior.parts("fact_result") if p.key == source_key]
         prior = pl.from_arrow(self.gens.read_parts("fact_result", prior_parts))
         known = set(prior["result_digest"].to_list())
@@ -150,42 +181,54 @@ class GenerationBuilder:
             self._normalized += 1
             failpoint("normalized")
         ingested = [r for r in pending if r.digest in self.revisions]
-        results = pl.concat([prior, *new_rows]) if new_rows else prior
+        results = (
+            pl.concat([prior, *new_rows]) if new_rows else prior
+        )
         results = self._apply_sightings(results, ingested)
         results = self._apply_current(results, source_key, ingested, listed)
         if results.equals(prior):
             return
         self._count_changes(prior, results)
-        part = self.gens.write_part("fact_result", source_key, f"{_slug(source_key)}-{self.gen.id}", results.to_arrow())
+        part = self.gens.write_part(
+            "fact_result", source_key, fact_part_name(source_key, self.gen.id), results.to_arrow()
+        )
         self._replace_parts("fact_result", source_key, [part])
         self.changed = True
 
     def _normalize_revision(self, rev: _Revision, known: set[str], new_rows: list[pl.DataFrame]) -> None:
-        ref = rev.ref
         data = self.raw.get(rev.content)
-        where = f"{ref.path} at {ref.source} revision {ref.commit}"
         try:
-            parsed = self._split(data, where)
+            parsed, out = self.normalized(rev.ref, rev.digest, data, known)
         except FileRejected as exc:
             self.summary.rejected.append(str(exc))
             log.error("%s", exc)
             return
+        new_rows.append(out.new)
+        rev.new_results, rev.members = out.new.height, out.members
+        rev.quarantined += [self._quarantine(rev, record, reason) for record, reason in out.rejected]
+        self._write_revision_parts(rev)
+        self.revisions[rev.digest] = self._revision_row(rev, parsed, data)
+
+    def normalized(
+        self, ref: RevisionRef, rev_digest: str, data: bytes, known: set[str]
+    ) -> tuple[CsvFile, columnar.Normalized]:
+        """One revision's file and its results not in ``known`` (which gains them), typed and
+        with their digests; ``FileRejected`` when the file is not one this builder reads.
+
+        Writes nothing: new dimension rows are collected in ``self.dims``."""
+        parsed = self._split(data, f"{ref.path} at {ref.source} revision {ref.commit}")
         stem = path_stem(ref.path) if ref.source != GH_PAGES else None
         # Rows go column by column where the fields are plain; _new_result stays the definition
         # and takes every other new row (see normalize/columnar.py).
         out = columnar.normalize(
             parsed,
             ref,
-            rev.digest,
+            rev_digest,
             known,
-            slow=lambda record, result: self._new_result(parsed, record, result, rev, stem),
+            slow=lambda record, result: self._new_result(parsed, record, result, ref, rev_digest, stem),
             fast=self._columnar_rows(parsed, ref, stem),
         )
-        new_rows.append(out.new)
-        rev.new_results, rev.members = out.new.height, out.members
-        rev.quarantined += [self._quarantine(rev, record, reason) for record, reason in out.rejected]
-        self._write_revision_parts(rev)
-        self.revisions[rev.digest] = self._revision_row(rev, parsed, data)
+        return parsed, out
 
     def _columnar_rows(self, parsed: CsvFile, ref: RevisionRef, stem: str | None) -> columnar.ColumnarRows | None:
         """The columnar reader of upstream CSV rows; None for a subclass with its own rows."""
@@ -202,13 +245,15 @@ class GenerationBuilder:
         return split_csv(data, where)
 
     def _read_row(self, parsed: CsvFile, record: Record, stem: str | None) -> tuple[Row, str | None]:
-        """Typed values of one record, and the file stem its backend follows; an importer of
-        another format overrides this."""
+        """Typed values of one record, and the file stem its suite and backend follow; an
+        importer of another format overrides this."""
         return parse_row(parsed.fields(record), self.now), stem
 
-    def _new_result(self, parsed: CsvFile, record: Record, result: str, rev: _Revision, stem: str | None) -> dict:
+    def _new_result(
+        self, parsed: CsvFile, record: Record, result: str, ref: RevisionRef, rev_digest: str, stem: str | None
+    ) -> dict:
         row, stem = self._read_row(parsed, record, stem)
-        protocol, workload = self.dims.protocol(row), self.dims.workload(row)
+        protocol, workload = self.dims.protocol(row, stem), self.dims.workload(row)
         environment, implementation = (
             self.dims.environment(row),
             self.dims.implementation(row, stem),
@@ -220,8 +265,8 @@ class GenerationBuilder:
             "environment_digest": environment,
             "implementation_digest": implementation,
             "series_digest": self.dims.series(row, stem, protocol, workload, environment),
-            "source": rev.ref.source,
-            "source_key": rev.ref.source_key,
+            "source": ref.source,
+            "source_key": ref.source_key,
             "metric": row.metric,
             "unit": row.unit,
             "p20": row.p20,
@@ -229,8 +274,8 @@ class GenerationBuilder:
             "p80": row.p80,
             "observed_at": row.observed_at,
             "liger_version": row.liger_version,
-            "first_revision_digest": rev.digest,
-            "last_revision_digest": rev.digest,
+            "first_revision_digest": rev_digest,
+            "last_revision_digest": rev_digest,
             "is_current": False,
             "row_text": record.text,
         }
@@ -257,7 +302,9 @@ class GenerationBuilder:
         )
         if rev.quarantined:
             bad = pa.Table.from_pylist(rev.quarantined, schema=SCHEMAS["quarantined_row"])
-            self.gen.tables["quarantined_row"].append(self.gens.write_part("quarantined_row", rev.digest, name, bad))
+            self.gen.tables["quarantined_row"].append(
+                self.gens.write_part("quarantined_row", rev.digest, name, bad)
+            )
         self.summary.revisions.append(
             {
                 "revision": rev.ref.label,
@@ -384,7 +431,9 @@ class GenerationBuilder:
         before = prior.filter("is_current")
         after = results.filter("is_current")
         gone = before.join(after.select("result_digest"), on="result_digest", how="anti")
-        replaced = gone.join(after.select("series_digest").unique(), on="series_digest", how="semi").height
+        replaced = gone.join(
+            after.select("series_digest").unique(), on="series_digest", how="semi"
+        ).height
         self.summary.added += results.height - prior.height
         self.summary.restated += replaced
         self.summary.removed += gone.height - replaced
@@ -399,9 +448,15 @@ class GenerationBuilder:
             rows = list(self.dims.new[table].values())
             if rows:
                 data = pa.Table.from_pylist(rows, schema=SCHEMAS[table])
-                self.gen.tables[table].append(self.gens.write_part(table, self.gen.id, self.gen.id, data))
+                self.gen.tables[table].append(
+                    self.gens.write_part(table, self.gen.id, self.gen.id, data)
+                )
                 self.changed = True
-        versions = self.gens.read_table(self.prior, "dim_implementation", ["liger_version"]).column(0).to_pylist()
+        versions = (
+            self.gens.read_table(self.prior, "dim_implementation", ["liger_version"])
+            .column(0)
+            .to_pylist()
+        )
         versions += [r["liger_version"] for r in self.dims.new["dim_implementation"].values()]
         table = _version_table(set(versions))
         if table.num_rows != self.prior.rows("dim_version"):
@@ -410,7 +465,9 @@ class GenerationBuilder:
     def _write_revisions(self, listed: dict[str, RevisionRef]) -> None:
         heads = {self._head(r["source_key"], listed) for r in self.revisions.values()}
         rows = []
-        for rev_digest, row in sorted(self.revisions.items(), key=lambda kv: (kv[1]["source_key"], kv[1]["seq"])):
+        for rev_digest, row in sorted(
+            self.revisions.items(), key=lambda kv: (kv[1]["source_key"], kv[1]["seq"])
+        ):
             upstream, head = rev_digest in listed and row["source"] != IMPORT, rev_digest in heads
             self.changed |= row["is_upstream"] != upstream or row["is_head"] != head
             rows.append({**row, "is_upstream": upstream, "is_head": head})
@@ -424,7 +481,11 @@ class GenerationBuilder:
         if golden is None:
             return
         value = content_digest(golden)
-        prior = self.gens.read_table(self.prior, "golden_commit", ["content_digest"]).column(0).to_pylist()
+        prior = (
+            self.gens.read_table(self.prior, "golden_commit", ["content_digest"])
+            .column(0)
+            .to_pylist()
+        )
         if prior[:1] == [value]:
             return
         data = json.loads(golden)
@@ -433,7 +494,9 @@ class GenerationBuilder:
             {"kernel": kernel, "run": run, "is_default": run == default, "content_digest": value}
             for kernel, run in sorted((data.get("golden_commits") or {}).items())
         ]
-        self._replace_whole("golden_commit", pa.Table.from_pylist(rows, schema=SCHEMAS["golden_commit"]))
+        self._replace_whole(
+            "golden_commit", pa.Table.from_pylist(rows, schema=SCHEMAS["golden_commit"])
+        )
 
     def _replace_whole(self, table: str, data: pa.Table) -> None:
         self.gen.tables[table] = [self.gens.write_part(table, "all", self.gen.id, data)]
@@ -452,6 +515,7 @@ class GenerationBuilder:
             "warnings": s.warnings,
             "no_longer_upstream": s.no_longer_upstream,
             "row_counts": {t: self.gen.rows(t) for t in INGESTED},
+            **({"migration": self.migration} if self.migration else {}),
         }
 
 
@@ -476,5 +540,7 @@ def _all_equal(df: pl.DataFrame, columns: tuple[str, ...], value: str) -> bool:
     return bool(df.select(pl.all_horizontal(pl.col(c).eq_missing(value) for c in columns).all()).item())
 
 
-def _slug(text: str) -> str:
-    return "".join(c if c.isalnum() else "-" for c in text).strip("-").lower()
+def fact_part_name(source_key: str, gen_id: str) -> str:
+    """The file name of a source's ``fact_result`` part written by generation ``gen_id``."""
+    slug = "".join(c if c.isalnum() else "-" for c in source_key).strip("-").lower()
+    return f"{slug}-{gen_id}"

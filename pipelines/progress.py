@@ -12,8 +12,11 @@ from contextlib import contextmanager
 
 # (task, completed, total, label): ``completed`` of ``total`` items done, the last one ``label``.
 Listener = Callable[[str, int, int, str], None]
+# A one-line message about a wait the watcher would otherwise not see, such as a retry.
+NoticeListener = Callable[[str], None]
 
 _listeners: list[Listener] = []
+_notice_listeners: list[NoticeListener] = []
 
 
 def report(task: str, completed: int, total: int, label: str = "") -> None:
@@ -22,11 +25,22 @@ def report(task: str, completed: int, total: int, label: str = "") -> None:
         listener(task, completed, total, label)
 
 
+def notice(message: str) -> None:
+    """Tell every notice listener ``message``."""
+    for listener in list(_notice_listeners):
+        listener(message)
+
+
 @contextmanager
-def listening(listener: Listener) -> Iterator[None]:
-    """Send progress reports to ``listener`` while the block runs."""
-    _listeners.append(listener)
+def listening(listener: Listener | None = None, notices: NoticeListener | None = None) -> Iterator[None]:
+    """Send progress reports to ``listener``, and notices to ``notices``, while the block runs."""
+    added = [(_listeners, listener), (_notice_listeners, notices)]
+    for listeners, one in added:
+        if one:
+            listeners.append(one)
     try:
         yield
     finally:
-        _listeners.remove(listener)
+        for listeners, one in added:
+            if one:
+                listeners.remove(one)

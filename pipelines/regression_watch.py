@@ -72,7 +72,8 @@ def new_in_refresh(gens: GenerationStore, after: Generation, database: Path) -> 
     """The regressions of ``database`` (showing ``after``) in steps whose head build the refresh
     that published ``after`` created or changed."""
     if not after.parent:
-        return Regressions(note="the first publish: its whole history is the baseline, nothing is new")
+        held = len(read(gens.storage, database).rows)
+        return Regressions(note=f"first publish, nothing to compare with: the history holds {held} regressions")
     before = gens.load(after.parent)
     if not before.parts("dim_build"):
         return Regressions(note="the previous generation has no builds to compare with")

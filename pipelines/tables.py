@@ -8,6 +8,10 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+# The version of the identities behind the digests (docs/SCHEMA.md, "Schema versions"). Every
+# generation manifest records the version its digests follow; a refresh migrates an older one.
+SCHEMA_VERSION = 2
+
 DIGEST = pa.string()
 TS = pa.timestamp("us")
 
@@ -284,16 +288,25 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("noise", pa.float64()),
         ]
     ),
+    "digest_migration": pa.schema(
+        [
+            ("kind", pa.string()),
+            ("old_digest", DIGEST),
+            ("new_digest", DIGEST),
+            ("schema_version", pa.int32()),
+        ]
+    ),
 }
 
 DESCRIPTIONS = {
-    "dim_protocol": "How a number was measured: harness, timed pass (forward/backward/full), metric, "
-    "unit, statistic and quantiles. One row per distinct protocol.",
+    "dim_protocol": "How a number was measured: harness (the benchmark suite, one per upstream file), timed "
+    "pass (forward/backward/full), metric, unit, statistic and quantiles. One row per distinct protocol.",
     "dim_workload": "What was run: kernel, x axis name/label/value and the parsed benchmark config, "
     "as typed params, canonical JSON and a readable slug. One row per distinct workload.",
     "dim_environment": "Where it ran: the raw gpu_name plus vendor, product, form factor and "
     "architecture from the GPU catalog (nulls for GPUs the catalog does not know).",
-    "dim_implementation": "Whose kernel: provider, Liger version and backend (triton, cutedsl, cutile).",
+    "dim_implementation": "Whose kernel: provider, Liger version and Liger backend (triton, cutedsl, cutile; "
+    "null for a baseline such as torch).",
     "dim_version": "Every Liger version seen, with its semantic rank (1 = oldest).",
     "dim_upstream_revision": "One row per upstream revision ingested: a main-branch commit of a CSV "
     "path or a gh-pages run, with its content digest, row counts and whether upstream still lists it.",
@@ -327,6 +340,10 @@ DESCRIPTIONS = {
     "fact_speedup_noise": "One row per pairing of a Liger series with a baseline series: how much the "
     "speedup of one over the other moves from one gh-pages run to the next, which decides when a "
     "speedup is a tie. Derived at publish by sql/derived/fact_speedup_noise.sql; docs/VERDICTS.md.",
+    "digest_migration": "Where a digest went when a schema version changed the identities behind it: "
+    "kind (protocol, implementation, series, ...), the old digest, the new one and the schema version "
+    "of the new one. A digest split by the new identities has several rows. Written by the refresh that "
+    "migrates, carried over afterwards.",
 }
 
 DIMENSIONS = ("dim_protocol", "dim_workload", "dim_environment", "dim_implementation")

@@ -7,8 +7,9 @@
 --   * it stands out from the noise: its sweep shifted by `significance` times the sweep noise,
 --     or this workload moved against its sweep by `significance` times its own noise (both
 --     scaled for the runs on each side).
--- It is 'unchanged' when the series has `min_history` run steps and a change larger than
--- max(threshold, equivalence) is ruled out at the rule's confidence; else 'inconclusive'.
+-- It is 'unchanged' when the series has `min_history` run steps, a change larger than
+-- max(threshold, equivalence) is ruled out at the rule's confidence, and the change is within
+-- the threshold or within `doubt` noise scales; else 'inconclusive'.
 -- Lower is better for time and memory; a unit of unknown direction gives 'changed'.
 create or replace macro verdict(
     change_log, adjusted_log, own_log, sweep_own_log, residual_log,
@@ -35,6 +36,10 @@ create or replace macro verdict(
         when history >= verdict_rule().min_history
             and abs(own_log) + verdict_rule().confidence_z * sqrt(sweep_noise ^ 2 + residual_noise ^ 2) * noise_scale
                 <= ln(1 + greatest(threshold, verdict_rule().equivalence))
+            and (
+                abs(own_log) <= ln(1 + threshold)
+                or abs(own_log) < verdict_rule().doubt * sqrt(sweep_noise ^ 2 + residual_noise ^ 2) * noise_scale
+            )
             then 'unchanged'
         else 'inconclusive'
     end;

@@ -1,6 +1,8 @@
 -- verdict_rule(): the constants of the verdict rule, in one place (docs/VERDICTS.md says why
 -- each has its value and what the verdict benchmark measured with them).
 --   significance  how many noise scales a change must stand out by (as Conbench's z = 5)
+--   doubt         a change beyond the threshold and this many noise scales, but short of
+--                 `significance`, is suspicious: never `unchanged`
 --   equivalence   `unchanged` rules out a change this large (a fraction) ...
 --   confidence_z  ... at this one-sided normal quantile (1.645: 95%)
 --   prior_steps   the pooled noise of similar series weighs as much as this many run steps
@@ -9,6 +11,7 @@
 --   speedup_z     a speedup wins when it is this many times its pairing's noise from 1
 create or replace macro verdict_rule() as {
     'significance': 5.0,
+    'doubt': 3.0,
     'equivalence': 0.25,
     'confidence_z': 1.645,
     'prior_steps': 10.0,

@@ -18,6 +18,7 @@ select
     p.workload,
     p.x_name,
     p.x_value,
+    p.config_json,
     s.point,
     p.build,
     p.liger_version,

@@ -18,6 +18,7 @@ select
     s.workload,
     s.x_name,
     s.x_value,
+    s.config_json,
     b.build,
     b.liger_version,
     b.build_kind,

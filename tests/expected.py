@@ -11,6 +11,7 @@ import csv
 import gzip
 import io
 import json
+import re
 import statistics
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -42,11 +43,25 @@ def canonical_config(text: str) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
-def backend(stem: str | None, provider: str) -> str:
-    for suffix in ("_triton", "_cutedsl", "_cutile"):
-        if provider.endswith(suffix):
-            return suffix[1:]
-    return BACKEND_BY_STEM.get(stem or "", "triton")
+HARNESS_BY_STEM = {
+    "all_benchmark_data": "liger-kernel-bench",
+    "all_benchmark_data_cutedsl": "liger-kernel-bench:cutedsl",
+    "all_benchmark_data_cutile": "liger-kernel-bench:cutile",
+}
+
+
+def backend(stem: str | None, provider: str) -> str | None:
+    """docs/SCHEMA.md: a backend the provider's name says, else the file's for a Liger
+    provider, else none (a baseline)."""
+    for word in re.split(r"[^a-z0-9]+", provider.lower()):
+        if word in ("triton", "cutedsl", "cutile"):
+            return word
+    return BACKEND_BY_STEM.get(stem or "", "triton") if provider.startswith("liger") else None
+
+
+def harness(stem: str | None) -> str:
+    """The benchmark suite: one per upstream file, the gh-pages runs are the main file's."""
+    return HARNESS_BY_STEM[stem or "all_benchmark_data"]
 
 
 @dataclass(frozen=True)
@@ -62,7 +77,8 @@ class Row:
 
     @cached_property
     def series(self) -> tuple:
-        """Same kernel, mode, provider, metric, GPU and workload (x value and config included)."""
+        """Same kernel, mode, provider, metric, GPU and workload (x value and config included),
+        in the same benchmark suite."""
         g = self.get
         return (
             g("kernel_name"),
@@ -76,6 +92,7 @@ class Row:
             g("x_label"),
             g("x_value"),
             canonical_config(g("extra_benchmark_config_str")),
+            harness(self.stem),
         )
 
     @property

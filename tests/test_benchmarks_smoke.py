@@ -12,7 +12,6 @@ from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
-import duckdb
 import pytest
 
 from benchmarks import run
@@ -23,6 +22,7 @@ from pipelines.store.storage import Storage
 from pipelines.synthetic import Settings, generate
 from pipelines.synthetic.suite import load_suite
 from tests.conftest import MIRROR
+from tests.plain_duckdb import open_views
 from tests.recount import recount
 
 SMALL = Settings(revisions=24, rows_per_revision=400, seed=7, gh_pages_fraction=0.75)
@@ -103,8 +103,23 @@ def test_benchmark_suite_runs_end_to_end(tmp_path):
     """About 10^4 results: the scripts run, the warehouse they build is sound and complete."""
     out = tmp_path / "PERFORMANCE.md"
     out.write_text("# Performance\n\n## View latency on the real history\n\nkept as is\n")
-    results = run.main(["--sizes", "1e4", "--incremental", "2,3", "--repeats", "1", "--rows-per-revision", "1000",
-                        "--work", str(tmp_path / "work"), "--out", str(out), "--keep"])
+    results = run.main(
+        [
+            "--sizes",
+            "1e4",
+            "--incremental",
+            "2,3",
+            "--repeats",
+            "1",
+            "--rows-per-revision",
+            "1000",
+            "--work",
+            str(tmp_path / "work"),
+            "--out",
+            str(out),
+            "--keep",
+        ]
+    )
     full = results["full"][0]
     build = full["runs"][0]["build"]
     assert build["ok"], build["error"]
@@ -122,7 +137,7 @@ def test_benchmark_suite_runs_end_to_end(tmp_path):
     gens = GenerationStore(Storage(root))
     assert [o for o in checks.all_checks(gens, gens.current()) if not o.passed] == []
     expected = recount(mirror)
-    with duckdb.connect(str(root / "liger.duckdb"), read_only=True) as con:
+    with open_views(root / "liger.duckdb") as con:
         per_source = dict(con.execute("select source_key, count(*) from fact_result group by 1").fetchall())
     assert per_source == dict(expected.per_source)
     assert sum(per_source.values()) == full["mirror"]["results"] == len(expected.results)

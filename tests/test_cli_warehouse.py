@@ -6,6 +6,7 @@ import gzip
 import json
 import re
 import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from pipelines.cli import app
 from pipelines.store.generations import GenerationStore
 from pipelines.store.storage import Storage
 from tests.conftest import env, require_mirror
+from tests.reliability.published import cli_env, cli_script
 
 runner = CliRunner()
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -105,11 +107,26 @@ def test_refresh_shows_progress_and_a_summary(warehouse: Path, tmp_path: Path):
     assert row, text
 
 
-def test_refresh_with_nothing_new_says_so(warehouse: Path):
-    code, text = invoke("refresh", "-w", str(warehouse), "--upstream", str(require_mirror()))
-    assert code == 0, text
-    assert "nothing new upstream" in text
-    assert re.search(r"│\s*0\s*│\s*0\s*│\s*0\s*│\s*0\s*│", text), text
+def test_refresh_with_nothing_new_says_so_in_one_line(warehouse: Path, dagster_home: Path):
+    """Nothing new upstream: nothing is staged, audited or published, and the installed CLI
+    prints the stage bar and one line; no warning about a blocking check that "emitted no
+    result" (Dagster logs it to stderr, so this runs the CLI as a process)."""
+    gens = GenerationStore(Storage(str(warehouse)))
+    before = gens.current_id()
+    done = subprocess.run(
+        [*cli_script(), "refresh", "-w", str(warehouse), "--upstream", str(require_mirror())],
+        env=cli_env(dagster_home),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    text = done.stdout + done.stderr
+    assert done.returncode == 0, text
+    assert gens.current_id() == before
+    lines = [line for line in text.splitlines() if line.strip() and not line.startswith("stages: done")]
+    said = rf"nothing new upstream: generation {before} stays current \([\d.]+s\)"
+    assert len(lines) == 1 and re.fullmatch(said, lines[0]), text
 
 
 def test_refresh_refuses_while_another_runs(warehouse: Path):

@@ -36,16 +36,42 @@ HEADER = (
     "kernel_name,kernel_provider,kernel_operation_mode,metric_name,metric_unit,x_name,x_label,x_value,"
     "y_value_50,y_value_20,y_value_80,extra_benchmark_config_str,gpu_name,timestamp,liger_version"
 )
-GOOD = ["rms_norm", "liger", "full", "speed", "ms", "H", "hidden size", "1024", "0.5", "0.4", "0.6",
-        '{"M": 2048, "dtype": "torch.bfloat16"}', "NVIDIA H100 80GB HBM3", "2025-01-02 03:04:05", "0.6.1"]
+GOOD = [
+    "rms_norm",
+    "liger",
+    "full",
+    "speed",
+    "ms",
+    "H",
+    "hidden size",
+    "1024",
+    "0.5",
+    "0.4",
+    "0.6",
+    '{"M": 2048, "dtype": "torch.bfloat16"}',
+    "NVIDIA H100 80GB HBM3",
+    "2025-01-02 03:04:05",
+    "0.6.1",
+]
 EDGES = {
     8: ["1", "nan", "inf", "-1", "1e400", "+1.5", ".5", "1.", " 1.5", "1_000", "\u0661", "0x10", "", "1e-3", "2E+2"],
     9: ["0.1", "0.9", "nan", "0.5"],
     11: ['{"M": 1, "M": 2}', "[1]", "{bad", "", "  ", '{"B": 8, "s": "a,b"}', '{"u": "\u00e9\\n"}', "null"],
     12: ["", "  ", "\u00a0", "\x1c", "Unknown GPU", "NVIDIA H200"],
-    13: ["2024-01-01 00:00:60", "0000-01-01 00:00:00", "0001-01-01 00:00:00", "2024-02-30 00:00:00",
-         "2024-1-1 0:0:0", "2024-01-01T00:00:00", "2024-01-01 00:00:00.5", "2099-01-01 00:00:00",
-         "2024-01-01  00:00:00", " 2024-01-01 00:00:00", "2026-01-01 23:59:59", "2026-01-02 00:00:01"],
+    13: [
+        "2024-01-01 00:00:60",
+        "0000-01-01 00:00:00",
+        "0001-01-01 00:00:00",
+        "2024-02-30 00:00:00",
+        "2024-1-1 0:0:0",
+        "2024-01-01T00:00:00",
+        "2024-01-01 00:00:00.5",
+        "2099-01-01 00:00:00",
+        "2024-01-01  00:00:00",
+        " 2024-01-01 00:00:00",
+        "2026-01-01 23:59:59",
+        "2026-01-02 00:00:01",
+    ],
     14: ["abc", "", " 0.1.0 ", "0.1.0rc1", "1!2.0"],
     0: [" ", "ker\tnel", 'k"q', "k,comma", "k\nnewline", "k\\slash", "k\x01ctl", "\u00e9"],
     1: ["", "liger_triton", "liger_cutile"],
@@ -145,9 +171,9 @@ def test_edge_rows_match_the_per_row_path(tmp_path, monkeypatch):
     per_row = []
     original = GenerationBuilder._new_result
 
-    def counted(self, parsed, record, result, rev, stem):
+    def counted(self, parsed, record, result, *where):
         per_row.append(result)
-        return original(self, parsed, record, result, rev, stem)
+        return original(self, parsed, record, result, *where)
 
     # Patched on the class itself, so the builder still takes the columnar path.
     monkeypatch.setattr(GenerationBuilder, "_new_result", counted)
@@ -162,11 +188,8 @@ def test_synthetic_history_matches_the_per_row_path(tmp_path, seed):
     assert_same(mirror, tmp_path)
 
 
-@pytest.mark.parametrize(
-    "text", ['a,b,"{""x"": 1}",c', "", "é\\\"\x01\x1f\u2028\t\n\r", "k\x7f", "\ud7ff\ue000"]
-)
+@pytest.mark.parametrize("text", ['a,b,"{""x"": 1}",c', "", 'é\\"\x01\x1f\u2028\t\n\r', "k\x7f", "\ud7ff\ue000"])
 def test_result_digests_are_the_flat_digest_of_the_identity(text):
     expected = flat_digest(result_identity("gh-pages", "abc-v0.1.0", text))
     assert result_digests([text], "gh-pages", "abc-v0.1.0") == [expected]
     assert expected == digest(result_identity("gh-pages", "abc-v0.1.0", text))
-

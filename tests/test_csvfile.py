@@ -22,8 +22,7 @@ HEADER = (
     "y_value_50,y_value_20,y_value_80,extra_benchmark_config_str,gpu_name,timestamp,liger_version"
 )
 ROW = (
-    'rms_norm,liger,full,speed,ms,H,hidden size,1024,0.5,0.4,0.6,"{""M"": 2048}",NVIDIA H100,'
-    "2025-01-02 03:04:05,0.6.1"
+    'rms_norm,liger,full,speed,ms,H,hidden size,1024,0.5,0.4,0.6,"{""M"": 2048}",NVIDIA H100,2025-01-02 03:04:05,0.6.1'
 )
 
 

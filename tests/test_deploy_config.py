@@ -12,7 +12,7 @@ from dagster._config import validate_config
 from dagster._core.instance.config import dagster_instance_config
 from dagster._core.instance.ref import InstanceRef
 
-from pipelines.defs.schedules import EXECUTOR, REFRESH_TAGS, refresh_executor
+from pipelines.defs.schedules import EXECUTOR, LAUNCHED_BY, REFRESH_TAGS, refresh_executor
 from tests.conftest import env
 from tests.deploy_instance import DEPLOY, PRODUCTION_CONFIG, local_dagster_home
 
@@ -72,3 +72,18 @@ def test_the_executor_is_chosen_by_the_environment():
         assert refresh_executor().name == "multiprocess"
     with env(**{EXECUTOR: None}):
         assert refresh_executor().name == "in_process"
+
+
+def test_runs_say_who_launched_them():
+    """The schedule's runs say "schedule"; a refresh launched by hand (UI, `dg launch`) keeps the
+    job's "manual"; `liger-warehouse refresh` and the sensor say "cli" and "sensor"
+    (tests/test_dagster_instance.py). Every refresh carries the one-at-a-time tag."""
+    from pipelines.definitions import load
+
+    defs = load()
+    refresh = defs.resolve_job_def("refresh")
+    assert refresh.tags[LAUNCHED_BY] == "manual" and REFRESH_TAGS.items() <= refresh.tags.items()
+    assert defs.resolve_job_def("outputs").tags[LAUNCHED_BY] == "manual"
+    with dg.build_schedule_context() as context:
+        (request,) = defs.resolve_schedule_def("nightly_refresh").evaluate_tick(context).run_requests
+    assert request.tags[LAUNCHED_BY] == "schedule"

@@ -9,7 +9,6 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import orjson
 import pytest
 from jsonschema import Draft202012Validator
@@ -20,6 +19,7 @@ from pipelines.export.kernelindex import schema, validate_record
 from pipelines.store.generations import GenerationStore
 from pipelines.store.storage import Storage
 from tests.conftest import REFERENCE, env
+from tests.plain_duckdb import open_views
 
 DIGEST_FIELDS = ("protocolDigest", "workloadDigest", "environmentDigest", "implementationDigest")
 # The reference's upstream row (shared/README.md), as the warehouse's dimensions hold it.
@@ -37,7 +37,7 @@ where w.kernel = 'embedding' and i.provider = 'liger' and p.timed_pass = 'full' 
 
 
 def _query(db: Path, sql: str, params: list | None = None) -> list[tuple]:
-    with duckdb.connect(str(db), read_only=True) as con:
+    with open_views(db) as con:
         return con.execute(sql, params or []).fetchall()
 
 

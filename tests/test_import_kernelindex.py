@@ -7,7 +7,6 @@ import json
 import shutil
 from pathlib import Path
 
-import duckdb
 import pytest
 from typer.testing import CliRunner
 
@@ -16,6 +15,7 @@ from pipelines.import_kernelindex import split_ndjson
 from pipelines.store.generations import GenerationStore
 from pipelines.store.storage import Storage
 from tests.conftest import REFERENCE, env, refresh
+from tests.plain_duckdb import open_views
 from tests.test_export_kernelindex import export_path
 
 VALUES = (
@@ -25,7 +25,7 @@ VALUES = (
 
 
 def _query(root: Path, sql: str) -> list[tuple]:
-    with duckdb.connect(str(root / "liger.duckdb"), read_only=True) as con:
+    with open_views(root / "liger.duckdb") as con:
         return con.execute(sql).fetchall()
 
 

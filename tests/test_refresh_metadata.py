@@ -74,42 +74,38 @@ def test_progress_reaches_listeners_only_while_listening():
 
 
 def _database(path: Path, rows: list[tuple], view: bool = True) -> Path:
+    """A liger.duckdb stand-in: builds in release order and a `regressions` view of ``rows``
+    (kernel, head build, adjusted change, verdict)."""
     with duckdb.connect(str(path)) as con:
-        con.execute("create table dim_version (liger_version varchar, version_rank int)")
-        con.execute("insert into dim_version values ('0.1.0', 1), ('0.2.0', 2), ('0.3.0', 3)")
-        con.execute("create table r (kernel varchar, base_version varchar, head_version varchar, ratio double, "
-                    "verdict varchar, p50s double[])")  # fmt: skip
+        con.execute("create table dim_build as select * from (values ('0.1.0', 1), ('0.2.0', 2), ('0.3.0', 3)) "
+                    "t(build, build_rank)")  # fmt: skip
+        con.execute("create table r (kernel varchar, head_version varchar, adjusted_change double, verdict varchar)")
         if rows:
-            con.executemany("insert into r values (?, ?, ?, ?, ?, ?)", rows)
+            con.executemany("insert into r values (?, ?, ?, ?)", rows)
         if view:
-            con.execute("create view regressions as select * from r")
+            given = ("kernel", "head_version", "adjusted_change")
+            shown = ", ".join(f"null as {c}" for c in regression_watch.SHOWN if c not in given)
+            con.execute(f"create view regressions as select *, {shown} from r")
     return path
 
 
-def test_regressions_are_read_newest_first_and_compared(tmp_path: Path):
+def test_regressions_are_read_newest_build_first(tmp_path: Path):
     storage = Storage(str(tmp_path))
-    old = [("a", "0.1.0", "0.2.0", 1.5, "regression", [1.0, 1.5])]
-    new = [*old, ("b", "0.2.0", "0.3.0", 1.2, "regression", [2.0]), ("c", "0.2.0", "0.3.0", 0.5, "improvement", [])]
-    before = regression_watch.read(storage, _database(tmp_path / "old.duckdb", old))
-    after = regression_watch.read(storage, _database(tmp_path / "new.duckdb", new))
-    assert [r[0] for r in after.rows] == ["b", "a"]  # newest head version first; improvements left out
-    fresh = regression_watch.new_since(before, after)
-    assert [r[0] for r in fresh.rows] == ["b"]
-    table = regression_watch.markdown(fresh)
-    assert table.splitlines()[0] == "| kernel | base_version | head_version | ratio |"
-    assert "| b | 0.2.0 | 0.3.0 | 1.2 |" in table
+    rows = [("a", "0.2.0", 0.5, "regression"), ("b", "0.3.0", 0.2, "regression"), ("c", "0.3.0", 0.9, "regression"),
+            ("d", "0.3.0", -0.5, "improvement")]  # fmt: skip
+    found = regression_watch.read(storage, _database(tmp_path / "new.duckdb", rows))
+    kernel = found.columns.index("kernel")
+    assert [r[kernel] for r in found.rows] == ["c", "b", "a"]  # newest build, then the largest change
+    table = regression_watch.markdown(found)
+    assert table.splitlines()[0] == "| " + " | ".join(regression_watch.SHOWN) + " |"
+    assert "| c |" in table and "| d |" not in table
 
 
-def test_regressions_without_the_view_or_a_previous_database(tmp_path: Path):
+def test_regressions_without_the_view(tmp_path: Path):
     storage = Storage(str(tmp_path))
     missing = regression_watch.read(storage, _database(tmp_path / "noview.duckdb", [], view=False))
-    assert not missing.available and "no `regressions` view" in missing.note
-    assert "no `regressions` view" in regression_watch.markdown(missing)
-    first = regression_watch.read(storage, tmp_path / "absent.duckdb")
-    after = regression_watch.read(storage, _database(tmp_path / "new.duckdb", [("a", "0.1.0", "0.2.0", 2.0,
-                                                                                    "regression", [])]))  # fmt: skip
-    assert len(regression_watch.new_since(first, after).rows) == 1  # a new warehouse: all of them are new
-    assert not regression_watch.new_since(missing, after).available  # no baseline: not compared
+    assert not missing.available and "could not read the regressions view" in missing.note
+    assert "could not read the regressions view" in regression_watch.markdown(missing)
 
 
 def _regression_check(result: dg.ExecuteInProcessResult) -> dg.AssetCheckEvaluation:
@@ -138,6 +134,10 @@ def test_a_refresh_that_ingests_a_regression_warns(tmp_path: Path):
     mirror = small_mirror(tmp_path / "mirror")
     first = refresh(tmp_path / "warehouse", upstream=str(mirror))
     assert first.result.success
+    # The first publish brings the whole history, regressions included: not news.
+    check = _regression_check(first.result)
+    assert check.passed and check.metadata["new_regressions"].value == 0
+    assert check.description.startswith("not checked: first publish, nothing to compare with: the history holds ")
     _add_slower_release(mirror)
     second = refresh(tmp_path / "warehouse", upstream=str(mirror))
     assert second.result.success  # a warning, not a failure

@@ -1,119 +1,98 @@
-"""The no_new_regressions check tells new rows of `regressions` apart by what the refresh changed
-(regression_watch.new_in_refresh): it must report exactly the rows that comparing the whole
-previous view reports (regression_watch.new_since)."""
+"""The no_new_regressions check judges what a refresh brought in: the steps of `regressions`
+into a build the refresh created or changed, never the history it already held."""
 
 from __future__ import annotations
 
-import re
-import shutil
+import csv
+import gzip
+import io
 from pathlib import Path
 
-import duckdb
 import pytest
 
 from pipelines import regression_watch
 from pipelines.store.generations import GenerationStore
 from pipelines.store.storage import Storage
-from tests.conftest import Refreshed, refresh
+from tests.conftest import refresh
+from tests.plain_duckdb import open_views
 from tests.small_mirror import small_mirror
 from tests.test_refresh_metadata import _add_slower_release
-from tests.tiny_mirror import row, write_mirror
-
-FULL = "against the whole previous regressions view"
-
-
-def _refresh_keeping_the_database(root: Path, mirror: Path, kept: Path) -> Refreshed:
-    """A refresh; the database it replaces is copied to ``kept`` first."""
-    shutil.copyfile(root / "liger.duckdb", kept)
-    done = refresh(root, upstream=str(mirror))
-    assert done.result.success
-    return done
-
-
-def _both_ways(root: Path, before: Path) -> tuple[regression_watch.Regressions, regression_watch.Regressions]:
-    storage = Storage(str(root))
-    after = regression_watch.read(storage, root / "liger.duckdb")
-    full = regression_watch.new_since(regression_watch.read(storage, before), after)
-    fast = regression_watch.new_in_refresh(GenerationStore(storage), before, after, root / "liger.duckdb")
-    return full, fast
 
 
 def _check(result) -> dict:
     (check,) = [c for c in result.get_asset_check_evaluations() if c.check_name == "no_new_regressions"]
-    return {k: v.value for k, v in check.metadata.items()}
+    return {"passed": check.passed, **{k: v.value for k, v in check.metadata.items()}}
+
+
+def _regressions_into(root: Path, builds: list[str]) -> list[str]:
+    with open_views(root / "liger.duckdb") as con:
+        rows = con.execute(
+            "select series_digest from regressions where verdict = 'regression' and list_contains(?, head_version)",
+            [builds],
+        ).fetchall()
+    return sorted(s for (s,) in rows)
+
+
+def _add_slower_nightly(mirror: Path, run: str, factor: float) -> str:
+    """A new gh-pages run: the newest run again, with the first Liger speed row ``factor`` times
+    slower. Returns the series' kernel, provider and x value as the CSV has them."""
+    runs = mirror / "gh-pages" / "benchmarks"
+    newest = (runs / "commits.txt").read_text().split()[-1]
+    text = gzip.decompress((runs / newest / "benchmark.csv.gz").read_bytes()).decode()
+    rows = list(csv.reader(io.StringIO(text)))
+    header, body = rows[0], rows[1:]
+    at = next(i for i, r in enumerate(body) if r[1] == "liger" and r[3] == "speed")
+    for column in ("y_value_50", "y_value_20", "y_value_80"):
+        i = header.index(column)
+        body[at][i] = repr(float(body[at][i]) * factor)
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerows([header, *body])
+    (runs / run).mkdir()
+    (runs / run / "benchmark.csv.gz").write_bytes(gzip.compress(out.getvalue().encode()))
+    with (runs / "commits.txt").open("a") as listing:
+        listing.write(run + "\n")
+    return body[at][0]
 
 
 @pytest.mark.slow
-def test_one_added_commit_of_the_real_mirror(tmp_path: Path):
+def test_the_first_publish_is_the_baseline_and_a_new_release_is_judged(tmp_path: Path):
     mirror = small_mirror(tmp_path / "mirror")
     root = tmp_path / "warehouse"
+    first = refresh(root, upstream=str(mirror))
+    assert first.result.success
+    check = _check(first.result)
+    assert check["passed"] and check["note"].startswith("first publish, nothing to compare with")
+
+    _add_slower_release(mirror)  # one main-branch row at a new version 99.0.0, 100x slower
+    second = refresh(root, upstream=str(mirror))
+    check = _check(second.result)
+    want = _regressions_into(root, ["99.0.0"])
+    assert len(want) == 1 and not check["passed"]
+    assert check["new_regressions"] == 1 and "99.0.0" in check["compared"]
+    gens = GenerationStore(Storage(str(root)))
+    new = regression_watch.new_in_refresh(gens, gens.current(), root / "liger.duckdb")
+    assert sorted(r[new.columns.index("series_digest")] for r in new.rows) == want
+
+
+@pytest.mark.slow
+def test_a_new_nightly_run_is_judged_against_the_build_before_it(tmp_path: Path):
+    mirror = small_mirror(tmp_path / "mirror", runs=8)
+    root = tmp_path / "warehouse"
     assert refresh(root, upstream=str(mirror)).result.success
-    _add_slower_release(mirror)
-    second = _refresh_keeping_the_database(root, mirror, tmp_path / "before.duckdb")
-    full, fast = _both_ways(root, tmp_path / "before.duckdb")
-    assert full.rows and fast.rows == full.rows and fast.columns == full.columns
-    assert fast.compared.startswith("by the 1 revisions ingested"), fast.compared
-    metadata = _check(second.result)
-    assert metadata["new_regressions"] == len(full.rows)
-    assert metadata["compared"] == fast.compared
+    kernel = _add_slower_nightly(mirror, "fedcba9", factor=3.0)
+    second = refresh(root, upstream=str(mirror))
+    gens = GenerationStore(Storage(str(root)))
+    (nightly,) = regression_watch.changed_builds(gens, gens.load(gens.current().parent), gens.current())
+    assert nightly.endswith(".fedcba9")
+    check = _check(second.result)
+    found = _regressions_into(root, [nightly])
+    assert check["new_regressions"] == len(found) >= 1
+    with open_views(root / "liger.duckdb") as con:
+        kernels = con.execute(
+            "select distinct kernel from regressions where head_version = ? and verdict = 'regression'", [nightly]
+        ).fetchall()
+    assert (kernel,) in kernels
 
-
-def _tiny(commits: list[list[list[str]]], runs: dict[str, list[list[str]]], target: Path) -> Path:
-    shutil.rmtree(target, ignore_errors=True)
-    return write_mirror(target, commits, runs)
-
-
-def test_results_that_change_without_a_new_revision_are_compared(tmp_path: Path):
-    """A later commit drops a row (it stops being current) and re-measures another with the same
-    timestamp, and upstream stops listing a gh-pages run: version points of series without a
-    new revision may change, so those series are compared with the previous view."""
-    c1 = [row("liger", 1.00, "0.9.0", "2026-01-01 01:00:00"), row("torch", 2.0, "0.9.0", "2026-01-01 01:00:00")]
-    c2 = [row("liger", 1.10, "0.9.2", "2026-01-02 01:00:00"), row("torch", 2.5, "0.9.2", "2026-01-02 01:00:00"),
-          row("liger", 1.00, "0.9.0", "2026-01-01 01:00:00", kernel="swiglu")]  # fmt: skip
-    runs = {
-        "abc1234-v0.9.10": [row("liger", 1.30, "0.9.10", "2026-02-01 01:00:00"),
-                            row("liger", 1.00, "0.9.10", "2026-02-01 01:00:00", kernel="swiglu")],
-        "abc1235": [row("liger", 1.50, "0.9.11", "2026-02-02 01:00:00")],
-    }  # fmt: skip
-    root = tmp_path / "warehouse"
-    assert refresh(root, upstream=str(_tiny([c1, c2], runs, tmp_path / "m1"))).result.success
-    # c3: the torch 0.9.2 row is gone, liger 0.9.2 is re-measured (same timestamp, slower);
-    # the run abc1235 is no longer listed.
-    c3 = [row("liger", 1.40, "0.9.2", "2026-01-02 01:00:00"),
-          row("liger", 1.00, "0.9.0", "2026-01-01 01:00:00", kernel="swiglu")]  # fmt: skip
-    del runs["abc1235"]
-    mirror = _tiny([c1, c2, c3], runs, tmp_path / "m2")
-    _refresh_keeping_the_database(root, mirror, tmp_path / "before.duckdb")
-    full, fast = _both_ways(root, tmp_path / "before.duckdb")
-    assert full.rows and fast.rows == full.rows and fast.columns == full.columns
-    assert "series whose results changed" in fast.compared, fast.compared
-
-    # A previous database whose SQL differs: the shortcut does not apply, everything is compared.
-    changed = tmp_path / "changed.duckdb"
-    shutil.copyfile(tmp_path / "before.duckdb", changed)
-    with duckdb.connect(str(changed)) as con:
-        con.execute("create or replace macro regression_threshold() as 0.5")
-    full, fast = _both_ways(root, changed)
-    assert fast.compared == FULL and fast.rows == full.rows
-
-    # No previous database: every row is new.
-    storage = Storage(str(root))
-    after = regression_watch.read(storage, root / "liger.duckdb")
-    first = regression_watch.new_in_refresh(GenerationStore(storage), None, after, root / "liger.duckdb")
-    assert first.rows == after.rows
-
-
-def test_the_shortcut_guards_every_table_the_view_reads(tmp_path: Path):
-    """new_in_refresh follows changes in fact_result, dim_upstream_revision, dim_version and
-    regression_watch.DIMENSIONS: a regressions view that reads another table needs a new guard."""
-    commits = [
-        [row("liger", 1.00, "0.9.0", "2026-01-01 01:00:00")],
-        [row("liger", 1.2, "0.9.2", "2026-01-02 01:00:00")],
-    ]
-    root = tmp_path / "warehouse"
-    runs = {"abc1234": [row("liger", 1.3, "0.9.3", "2026-02-01 01:00:00")]}
-    assert refresh(root, upstream=str(_tiny(commits, runs, tmp_path / "m"))).result.success
-    with duckdb.connect(str(root / "liger.duckdb"), read_only=True) as con:
-        plan = "\n".join(r[1] for r in con.execute("explain analyze select * from regressions").fetchall())
-    read = set(re.findall(r"/tables/([a-z_]+)/", plan))
-    assert read == {"fact_result", "dim_upstream_revision", "dim_version", *regression_watch.DIMENSIONS}
+    # Nothing new upstream: nothing is judged again.
+    third = refresh(root, upstream=str(mirror))
+    assert [c for c in third.result.get_asset_check_evaluations() if c.check_name == "no_new_regressions"] == []

@@ -13,17 +13,17 @@ import struct
 import zlib
 from pathlib import Path
 
-import duckdb
 import pytest
 from typer.testing import CliRunner
 
 from pipelines.cli import app
 from pipelines.report.png import _chunks, compact
 from tests.conftest import env
+from tests.plain_duckdb import open_views
 
 pytestmark = pytest.mark.slow
 
-SECTIONS = ("speedup", "p50", "regressions", "change-points")
+SECTIONS = ("speedup", "p50", "regressions", "change-points", "noise")
 # An element that would make the browser fetch something at view time.
 EXTERNAL = re.compile(
     r"<(script|link|img|iframe|object|embed|source)\b[^>]*\b(src|href|data)\s*=\s*[\"']?(https?:)?//", re.I
@@ -57,10 +57,15 @@ def _png_size(data: bytes) -> tuple[int, int]:
 def test_page_has_every_section(page, mirror_warehouse):
     for anchor in SECTIONS:
         assert f'<section id="{anchor}">' in page
-    for title in ("speedup over each baseline", "p50 across versions", "Regressions", "Change points"):
+    for title in ("speedup over each baseline", "p50 across versions", "Regressions", "Change points", "too noisy"):
         assert title in page
-    with duckdb.connect(str(mirror_warehouse.database), read_only=True) as con:
-        kernels = [k for (k,) in con.execute("select distinct kernel from version_history order by 1").fetchall()]
+    with open_views(mirror_warehouse.database) as con:
+        kernels = [
+            k
+            for (k,) in con.execute(
+                "select distinct kernel from version_history where build_kind = 'release' order by 1"
+            ).fetchall()
+        ]
         generation = con.execute("select generation_id from warehouse_generation").fetchone()[0]
     assert generation in page
     for kernel in kernels:
@@ -83,17 +88,21 @@ def test_every_chart_spec_parses_and_carries_its_data(page):
         assert "vega-lite" in spec["$schema"], chart_id
         assert all(rows for rows in spec["datasets"].values()), chart_id
         assert "url" not in spec.get("data", {}), chart_id
-    assert {"speedup", "regressions", "change-points"} <= set(specs)
+    assert {"speedup", "regressions", "change-points", "noise"} <= set(specs)
     speedup = specs["speedup"]["datasets"]["points"]
     assert all(r["speedup"] > 0 and r["min_speedup"] <= r["speedup"] <= r["max_speedup"] + 1e-9 for r in speedup)
 
 
 def test_tables_list_the_regressions_and_change_points(page, mirror_warehouse):
     liger = "starts_with(provider, 'liger')"
-    with duckdb.connect(str(mirror_warehouse.database), read_only=True) as con:
+    with open_views(mirror_warehouse.database) as con:
         totals = [
             con.execute(f"select count(*) from regressions where {liger} and verdict = 'regression'").fetchone()[0],
             con.execute(f"select count(*) from change_points where {liger}").fetchone()[0],
+            con.execute(
+                "select count(*) from series_noise where is_liger and metric = 'speed' and history >= 5 "
+                "and detectable_change > 0.25"
+            ).fetchone()[0],
         ]
     tables = re.findall(r"Showing (?:the first (\d+) of|all) (\d+) rows.*?<tbody>(.*?)</tbody>", page, re.S)
     assert [int(total) for _, total, _ in tables] == totals

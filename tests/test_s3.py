@@ -17,17 +17,17 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import duckdb
 import pytest
 from typer.testing import CliRunner
 
 from pipelines.cli import app
-from pipelines.database import DATABASE, connect
+from pipelines.database import DATABASE, connect, fetch_database, open_duckdb
 from pipelines.store.generations import GenerationStore
 from pipelines.store.storage import Storage
 from pipelines.tables import SCHEMAS
 from tests.conftest import env, refresh, require_mirror
 from tests.fake_github import FakeGitHub
+from tests.plain_duckdb import open_views
 from tests.reliability.published import cli_env, cli_refresh, dagster_home, step_failures
 from tests.reliability.upstreams import AFTER, BEFORE, make_mirror
 
@@ -82,7 +82,7 @@ def s3_warehouse(s3, fake_github: FakeGitHub) -> str:
 
 
 def _local_counts(db: Path, names) -> dict[str, int]:
-    with duckdb.connect(str(db), read_only=True) as con:
+    with open_views(db) as con:
         return {n: con.execute(f"select count(*) from {n}").fetchone()[0] for n in names}
 
 
@@ -109,8 +109,15 @@ def test_views_read_the_bucket_and_count_like_the_local_warehouse(s3_warehouse, 
     assert _counts(s3_warehouse, names) == _local_counts(mirror_warehouse.database, names)
     with connect(Storage(s3_warehouse)) as con:
         view_sql = con.execute("select sql from duckdb_views() where view_name = 'fact_result'").fetchone()[0]
-        # The bytes come from the bucket through the registered s3fs filesystem, not an extension.
-        assert f"s3://{BUCKET}/warehouse/tables/fact_result/" in view_sql
+        # Parts are named relative to the root, which is the bucket's: the bytes come from it
+        # through the registered s3fs filesystem, not an extension.
+        assert "warehouse_file('tables/fact_result/" in view_sql
+        resolved = con.execute("select warehouse_file('tables/fact_result/x.parquet')").fetchone()[0]
+        assert resolved == f"s3://{BUCKET}/warehouse/tables/fact_result/x.parquet"
+    # The same reader before its lock-down (which forbids listing extensions): no httpfs loaded.
+    storage = Storage(s3_warehouse)
+    with open_duckdb(storage, str(fetch_database(storage)), read_only=True) as con:
+        assert con.execute("select count(*) from fact_result").fetchone()[0] > 0
         assert con.execute(
             "select count(*) from duckdb_extensions() where extension_name = 'httpfs' and loaded"
         ).fetchone() == (0,)
@@ -124,6 +131,31 @@ def test_cli_sql_reads_an_s3_warehouse(s3_warehouse, mirror_warehouse):
         )
     assert result.exit_code == 0, result.output
     assert result.output.split() == ["n", str(expected)]
+
+
+def _objects(storage: Storage) -> dict[str, tuple]:
+    """Every object under the root with its ETag and size: a write of any of them shows."""
+    found = storage.fs.find(storage.root, detail=True)
+    return {key: (info.get("ETag"), info["size"]) for key, info in found.items()}
+
+
+def test_cli_sql_on_an_s3_warehouse_writes_nothing_and_reads_only_its_root(s3_warehouse):
+    storage = Storage(s3_warehouse)
+    Storage(f"s3://{BUCKET}/elsewhere").write_text("secret.txt", "not this warehouse's")
+    part = GenerationStore(storage).current().parts("fact_result")[0].file
+    before = _objects(storage)
+    refused = {
+        f"copy (select 1 as a) to '{s3_warehouse}/{part}' (format parquet)": "is not a query",
+        f"copy (select 'x' as a) to '{s3_warehouse}/CURRENT' (format csv, header false)": "is not a query",
+        f"select content from read_text('s3://{BUCKET}/elsewhere/secret.txt')": "reads only the warehouse",
+        "select content from read_text('/etc/passwd')": "reads only the warehouse",
+    }
+    with env(LIGER_WAREHOUSE_DIR=None):
+        for sql, message in refused.items():
+            result = CliRunner().invoke(app, ["sql", "--warehouse", s3_warehouse, sql])
+            assert result.exit_code == 1, result.output
+            assert result.output.count("\n") == 1 and message in result.output, result.output
+    assert _objects(storage) == before
 
 
 @dataclass

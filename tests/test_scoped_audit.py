@@ -79,8 +79,9 @@ def test_a_duplicate_in_the_new_part_is_caught(two_generations):
 def test_a_row_of_another_source_is_caught(two_generations):
     gens, first, second = two_generations
     facts = _newest(gens, second, "fact_result")
-    moved = facts.set_column(facts.schema.get_field_index("source_key"), "source_key",
-                             pa.array(["elsewhere"] * facts.num_rows))
+    moved = facts.set_column(
+        facts.schema.get_field_index("source_key"), "source_key", pa.array(["elsewhere"] * facts.num_rows)
+    )
     assert "fact_result.one_part_per_source" in _audit(gens, _with_part(gens, second, "fact_result", moved), first)
 
 
@@ -88,8 +89,9 @@ def test_an_orphan_member_is_caught(two_generations):
     gens, first, second = two_generations
     members = _newest(gens, second, "fact_revision_member")
     index = members.schema.get_field_index("result_digest")
-    orphan = members.set_column(index, "result_digest", pc.binary_join_element_wise(
-        members.column(index), pa.scalar("x"), ""))
+    orphan = members.set_column(
+        index, "result_digest", pc.binary_join_element_wise(members.column(index), pa.scalar("x"), "")
+    )
     found = _audit(gens, _with_part(gens, second, "fact_revision_member", orphan), first)
     assert found["fact_revision_member.no_orphan_result_digest"] == members.num_rows
 

@@ -9,24 +9,26 @@ from collections import defaultdict
 from itertools import pairwise
 from pathlib import Path
 
-import duckdb
 import pytest
 from packaging.version import Version
 
 from tests import expected
 from tests.conftest import MIRROR, refresh
+from tests.plain_duckdb import open_views
 from tests.tiny_mirror import row, write_mirror
 
 PAIRS = [("0.6.3", "0.7.0"), ("0.5.10", "0.6.0"), ("0.6.4", "0.6.5")]
 SERIES_KEYS = """
-    select distinct series_digest, kernel, mode, provider, backend, metric, unit, gpu,
-           x_name, x_label, x_value, config_json
-    from results
+    select distinct r.series_digest, r.kernel, r.mode, r.provider, r.backend, r.metric, r.unit, r.gpu,
+           r.x_name, r.x_label, r.x_value, r.config_json, p.harness
+    from results as r
+    join fact_result using (result_digest)
+    join dim_protocol as p using (protocol_digest)
 """
 
 
 def _query(db: Path, sql: str, params: object = None) -> list[tuple]:
-    with duckdb.connect(str(db), read_only=True) as con:
+    with open_views(db) as con:
         return con.execute(sql, params).fetchall()
 
 
@@ -44,8 +46,8 @@ def db(mirror_warehouse) -> Path:
 def series_of(db) -> dict[str, tuple]:
     """series_digest -> the plain-Python series key of tests/expected.py."""
     out = {}
-    for digest, *fields, config in _query(db, SERIES_KEYS):
-        out[digest] = (*fields, expected.canonical_config(config))
+    for digest, *fields, config, harness in _query(db, SERIES_KEYS):
+        out[digest] = (*fields, expected.canonical_config(config), harness)
     return out
 
 
@@ -89,7 +91,7 @@ def test_threshold_as_argument_and_as_session_variable(db, mirror, series_of):
     assert want != expected.compare(mirror, "0.6.3", "0.7.0")
     as_argument = "select * from compare_versions('0.6.3', '0.7.0', threshold := 0.10)"
     assert _compared(db, series_of, as_argument) == want
-    with duckdb.connect(str(db), read_only=True) as con:
+    with open_views(db) as con:
         con.execute("set variable regression_threshold = 0.10")
         rows = con.execute("select series_digest, base_p50, head_p50, verdict from compare_versions('0.6.3', '0.7.0')")
         assert {series_of[d]: (b, h, v) for d, b, h, v in rows.fetchall()} == want

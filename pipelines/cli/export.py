@@ -12,7 +12,7 @@ import typer
 from pipelines.cli.app import WarehouseOpt, app, console, warehouse_root
 from pipelines.database import build_database, database_path, publish_database
 from pipelines.export import liger_csv
-from pipelines.export.records import ResultFilter, UnsafeWhere, connect, lock_down
+from pipelines.export.records import ResultFilter, UnsafeWhere, connect
 from pipelines.export.writer import InvalidRecord, atomic_output, write_records
 from pipelines.import_kernelindex import ImportOutcome, ImportRejected, import_kernelindex
 from pipelines.store.generations import Generation, GenerationStore, PublishConflict, RefreshBusy
@@ -65,8 +65,6 @@ def export_kernelindex(
     )
     name = f"kernelindex-{gen.id}" + ("" if filt.is_everything() else f"-{filt.key()}") + ".ndjson"
     con = connect(gens, gen)
-    if where is not None:
-        lock_down(con, gens)
     try:
         with atomic_output(Storage(out), name) as stream:
             stats = write_records(con, filt, stream)

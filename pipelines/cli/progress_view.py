@@ -1,11 +1,14 @@
 """Progress bars for ``liger-warehouse refresh``: one for the job's stages, fed by the Dagster
-events of the run, and one each for downloads and normalization, fed by ``pipelines.progress``."""
+events of the run, and one each for downloads and normalization, fed by ``pipelines.progress``;
+its notices (retries) as lines above the bars; the run's warnings kept for the summary."""
 
 from __future__ import annotations
 
+import logging
 from types import TracebackType
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 TASK_LABELS = {"download": "downloading revisions", "normalize": "normalizing revisions"}
@@ -27,6 +30,8 @@ class RefreshProgress:
         )
         self.stages = self.progress.add_task("stages", total=stages)
         self.tasks: dict[str, TaskID] = {}
+        # What the run's steps warned about, each message once (two steps may report one).
+        self.seen: dict[str, None] = {}
 
     def __enter__(self) -> RefreshProgress:
         self.progress.start()
@@ -38,7 +43,11 @@ class RefreshProgress:
     def on_event(self, record) -> None:
         """A Dagster event log record of the run (see ``DagsterInstance.add_event_listener``)."""
         event = record.dagster_event
-        if event is None or not event.step_key:
+        if event is None:
+            if record.level >= logging.WARNING:
+                self.seen[record.user_message] = None
+            return
+        if not event.step_key:
             return
         if event.event_type_value == "STEP_START":
             self.progress.update(self.stages, description=f"stage: {event.step_key}")
@@ -52,6 +61,14 @@ class RefreshProgress:
                 return
             self.tasks[task] = self.progress.add_task(TASK_LABELS.get(task, task), total=total)
         self.progress.update(self.tasks[task], completed=completed, total=total)
+
+    def on_notice(self, message: str) -> None:
+        """A notice from ``pipelines.progress`` (a retry): a line above the bars."""
+        self.progress.console.print(f"[yellow]{escape(message)}[/yellow]", soft_wrap=True)
+
+    @property
+    def warnings(self) -> list[str]:
+        return list(self.seen)
 
     def finish(self, success: bool) -> None:
         label = "stages: done" if success else "stages: failed"

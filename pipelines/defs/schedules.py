@@ -9,7 +9,11 @@ import os
 
 import dagster as dg
 
-REFRESH_TAGS = {"liger-warehouse/refresh": "nightly"}
+# Who launched a run: "cli" (liger-warehouse), "schedule", "sensor", else "manual" (the UI,
+# `dg launch`, `dagster job launch`).
+LAUNCHED_BY = "liger-warehouse/launched-by"
+# Every refresh carries this tag, whoever launched it: deploy/dagster.yaml runs one at a time.
+REFRESH_TAGS = {"liger-warehouse/refresh": "true"}
 EXECUTOR = "LIGER_WAREHOUSE_EXECUTOR"
 MAX_CONCURRENT = "LIGER_WAREHOUSE_MAX_CONCURRENT"
 
@@ -31,7 +35,7 @@ refresh_job = dg.define_asset_job(
     "refresh",
     selection=dg.AssetSelection.all() - OUTPUTS,
     description="Pull every new upstream revision, publish the next generation and rebuild the views.",
-    tags=REFRESH_TAGS,
+    tags={**REFRESH_TAGS, LAUNCHED_BY: "manual"},
     executor_def=refresh_executor(),
 )
 
@@ -41,22 +45,38 @@ nightly_refresh = dg.ScheduleDefinition(
     cron_schedule=os.getenv("LIGER_WAREHOUSE_SCHEDULE", "0 2 * * *"),
     execution_timezone="UTC",
     default_status=dg.DefaultScheduleStatus.RUNNING,
+    tags={LAUNCHED_BY: "schedule"},
 )
 
 outputs_job = dg.define_asset_job(
     "outputs",
     selection=OUTPUTS,
     description="Write the kernelindex export and the HTML report of the published generation.",
+    tags={LAUNCHED_BY: "manual"},
     executor_def=dg.in_process_executor,
 )
 
 
 @dg.run_status_sensor(
     run_status=dg.DagsterRunStatus.SUCCESS,
-    monitored_jobs=[refresh_job],
+    # Not monitored_jobs=[refresh_job]: that matches only runs launched through this code
+    # location, and `liger-warehouse refresh` runs the job in its own process, with no code
+    # location. Which runs count is decided below instead.
+    monitor_all_code_locations=True,
     request_job=outputs_job,
     default_status=dg.DefaultSensorStatus.RUNNING,
 )
-def outputs_after_refresh(context: dg.RunStatusSensorContext) -> dg.RunRequest:
-    """Refresh the exports and the report once a refresh has published."""
-    return dg.RunRequest(run_key=context.dagster_run.run_id)
+def outputs_after_refresh(context: dg.RunStatusSensorContext) -> dg.RunRequest | dg.SkipReason:
+    """Refresh the exports and the report once a refresh has published (launched from the UI,
+    the schedule or `liger-warehouse refresh`), in the warehouse that refresh wrote: a refresh
+    given its root as run config (as `liger-warehouse refresh -w` does) hands it on; without
+    one both runs read the code location's settings."""
+    run = context.dagster_run
+    if run.job_name != refresh_job.name or not REFRESH_TAGS.items() <= run.tags.items():
+        return dg.SkipReason(f"run {run.run_id} of {run.job_name} is not a refresh of this warehouse")
+    warehouse = run.run_config.get("resources", {}).get("warehouse")
+    return dg.RunRequest(
+        run_key=run.run_id,
+        run_config={"resources": {"warehouse": warehouse}} if warehouse else {},
+        tags={LAUNCHED_BY: "sensor"},
+    )

@@ -7,7 +7,7 @@ never holds the whole history in Python objects.
 
 Filters are structured (``ResultFilter``) and bound as parameters. ``ResultFilter.where`` is
 the one exception: trusted-user SQL, run as a single SELECT on a connection that can read
-nothing but the warehouse's own tables (see ``lock_down``).
+nothing but the warehouse's own files (``connect`` locks it down).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from typing import Any
 import duckdb
 
 from pipelines import checks
+from pipelines.database import lock_down
 from pipelines.digests import digest
 from pipelines.store.generations import Generation, GenerationStore
 
@@ -103,22 +104,12 @@ def _marks(values: tuple[str, ...]) -> str:
 
 
 def connect(gens: GenerationStore, gen: Generation) -> duckdb.DuckDBPyConnection:
-    """An in-memory DuckDB over the tables of ``gen`` with the ``kernelindex_results`` view."""
+    """An in-memory DuckDB over the tables of ``gen`` with the ``kernelindex_results`` view,
+    locked down: it reads the warehouse's own files and nothing else, for good."""
     con = checks.connect(gens, gen)
     con.execute(RESULTS_VIEW)
+    lock_down(con, gens.storage)
     return con
-
-
-def lock_down(con: duckdb.DuckDBPyConnection, gens: GenerationStore) -> None:
-    """After this, the connection reads the warehouse's tables and nothing else, for good.
-
-    Trusted-user SQL (``--where``) runs only after it: no other file can be read or written,
-    no database attached, and the settings cannot be changed back.
-    """
-    tables = gens.storage.uri("tables/")
-    con.execute("set allowed_directories = ?", [[tables]])
-    con.execute("set enable_external_access = false")
-    con.execute("set lock_configuration = true")
 
 
 def select_sql(filt: ResultFilter, columns: str = "*", order: bool = True) -> tuple[str, list[Any]]:

@@ -87,10 +87,8 @@ def normalize(
     if rows:
         typed = pl.concat([typed, pl.DataFrame(rows, schema={**FACT, "idx": pl.Int64})])
     typed = typed.with_columns(result_digest=pl.Series(digests, dtype=pl.String).gather(typed["idx"]))
-    new = (
-        typed.sort("idx")
-        .drop("idx")
-        .with_columns(first_revision_digest=pl.lit(rev_digest), last_revision_digest=pl.lit(rev_digest))
+    new = typed.sort("idx").drop("idx").with_columns(
+        first_revision_digest=pl.lit(rev_digest), last_revision_digest=pl.lit(rev_digest)
     )
     known.update(new["result_digest"].to_list())
     rejected = [(parsed.record(i), reasons[d]) for i, d in enumerate(digests) if d in reasons] if reasons else []
@@ -146,15 +144,8 @@ def _members(parsed: CsvFile, digests: list[str], rejected: dict, rev_digest: st
 class ColumnarRows:
     """Types the new rows of one revision whose every field is in plain form (``__call__``)."""
 
-    def __init__(
-        self,
-        positions: tuple[int, ...],
-        source: str,
-        source_key: str,
-        stem: str | None,
-        now: datetime,
-        dims: DimensionCache,
-    ) -> None:
+    def __init__(self, positions: tuple[int, ...], source: str, source_key: str, stem: str | None,
+                 now: datetime, dims: DimensionCache) -> None:
         self.positions, self.stem, self.now, self.dims = positions, stem, now, dims
         self.source, self.source_key = source, source_key
 
@@ -273,28 +264,14 @@ class DimensionCache:
 
     def attach(self, df: pl.DataFrame, stem: str | None) -> pl.DataFrame:
         d = self.dims
-        df = self._attach(
-            df,
-            "protocol_digest",
-            ("kernel_operation_mode", "metric_name", "metric_unit"),
-            lambda k: d.protocol(SimpleNamespace(mode=k[0], metric=k[1], unit=k[2])),
-        )
-        df = self._attach(
-            df,
-            "workload_digest",
-            ("kernel_name", "x_name", "x_label", "x_value", "extra_benchmark_config_str"),
-            self._workload,
-        )
-        df = self._attach(
-            df, "environment_digest", ("gpu_name",), lambda k: d.environment(SimpleNamespace(gpu_name=k[0]))
-        )
-        df = self._attach(
-            df,
-            "implementation_digest",
-            ("kernel_provider", "liger_version"),
-            lambda k: d.implementation(SimpleNamespace(provider=k[0], liger_version=k[1]), stem),
-            stem,
-        )
+        df = self._attach(df, "protocol_digest", ("kernel_operation_mode", "metric_name", "metric_unit"),
+                          lambda k: d.protocol(SimpleNamespace(mode=k[0], metric=k[1], unit=k[2]), stem), stem)
+        df = self._attach(df, "workload_digest", ("kernel_name", "x_name", "x_label", "x_value",
+                                                   "extra_benchmark_config_str"), self._workload)
+        df = self._attach(df, "environment_digest", ("gpu_name",),
+                          lambda k: d.environment(SimpleNamespace(gpu_name=k[0])))
+        df = self._attach(df, "implementation_digest", ("kernel_provider", "liger_version"),
+                          lambda k: d.implementation(SimpleNamespace(provider=k[0], liger_version=k[1]), stem), stem)
         return df.with_columns(series_digest=pl.Series(self._series(df, stem), dtype=pl.String))
 
     def _series(self, df: pl.DataFrame, stem: str | None) -> list[str]:
@@ -313,14 +290,8 @@ class DimensionCache:
 
     def _workload(self, k: tuple) -> str:
         kernel, x_name, x_label, x_value, config_text = k
-        row = SimpleNamespace(
-            kernel=kernel,
-            x_name=x_name,
-            x_label=x_label,
-            x_value=x_value,
-            config_text=config_text,
-            config=parse_config(config_text),
-        )
+        row = SimpleNamespace(kernel=kernel, x_name=x_name, x_label=x_label, x_value=x_value,
+                              config_text=config_text, config=parse_config(config_text))
         return self.dims.workload(row)
 
     def _attach(self, df: pl.DataFrame, name: str, cols: tuple[str, ...], compute, stem: str | None = None):

@@ -16,17 +16,20 @@ from pipelines.versions import parse_version
 from pipelines.workload import parse_config
 
 HARNESS = "liger-kernel-bench"
+MAIN_STEM = "all_benchmark_data"
 STATISTIC = "median"
 QUANTILES = (0.5, 0.2, 0.8)
 TIMESTAMP_FORMATS = ("%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S.%f")
 # Upstream clocks drift a little; a row observed later than this after ingest is not a reading.
 FUTURE_SLACK = timedelta(days=1)
 BACKEND_BY_STEM = {
-    "all_benchmark_data": "triton",
+    MAIN_STEM: "triton",
     "all_benchmark_data_cutedsl": "cutedsl",
     "all_benchmark_data_cutile": "cutile",
 }
-BACKEND_BY_PROVIDER_SUFFIX = {"_triton": "triton", "_cutedsl": "cutedsl", "_cutile": "cutile"}
+BACKENDS = frozenset(BACKEND_BY_STEM.values())
+# A provider name's words: "liger_triton_fp32" and "liger-fp32-accum" are three each.
+_PROVIDER_WORD = re.compile(r"[^a-z0-9]+")
 
 
 # C0 controls and DEL, except tab and the line breaks a quoted JSON config may hold.
@@ -157,17 +160,41 @@ def parse_row(fields: list[str], now: datetime | None = None) -> Row:
     )
 
 
-def backend(stem: str | None, provider: str) -> str:
-    """The kernel backend: a provider suffix wins, else the upstream file it came from."""
-    for suffix, name in BACKEND_BY_PROVIDER_SUFFIX.items():
-        if provider.endswith(suffix):
-            return name
-    return BACKEND_BY_STEM.get(stem or "", "triton")
+def named_backend(provider: str) -> str | None:
+    """The backend a provider's name says (``liger_triton``, ``liger-cutile-v2``), else None."""
+    return next((word for word in _PROVIDER_WORD.split(provider.lower()) if word in BACKENDS), None)
 
 
-def protocol_identity(row: Row) -> dict:
+def backend(stem: str | None, provider: str) -> str | None:
+    """The Liger kernel backend of a row (docs/SCHEMA.md): a backend the provider names wins
+    (``liger_triton`` is Triton in any file); another Liger provider (``liger*``) runs on the
+    backend of the upstream file it came from; a baseline (torch, huggingface, ...) has none."""
+    if named := named_backend(provider):
+        return named
+    if provider.lower().startswith("liger"):
+        return BACKEND_BY_STEM.get(stem or MAIN_STEM, "triton")
+    return None
+
+
+def harness(stem: str | None) -> str:
+    """The benchmark suite a row was published by: ``liger-kernel-bench`` for the main CSV and
+    the gh-pages runs, ``liger-kernel-bench:<name>`` for ``all_benchmark_data_<name>.csv``."""
+    if stem is None or stem == MAIN_STEM:
+        return HARNESS
+    return f"{HARNESS}:{stem.removeprefix(MAIN_STEM + '_')}"
+
+
+def stem_of_harness(name: str) -> str | None:
+    """The upstream file stem whose rows ``harness`` names; None for another harness."""
+    if name == HARNESS:
+        return MAIN_STEM
+    suite = name.removeprefix(HARNESS + ":")
+    return f"{MAIN_STEM}_{suite}" if suite != name and suite else None
+
+
+def protocol_identity(row: Row, stem: str | None) -> dict:
     return {
-        "harness": HARNESS,
+        "harness": harness(stem),
         "timed_pass": row.mode,
         "metric": row.metric,
         "unit": row.unit,

@@ -215,7 +215,7 @@ def noise_chart(rows: list[dict]) -> alt.TopLevelMixin:
         .transform_calculate(label="datum.kernel + ' · ' + datum.mode + ' · ' + datum.gpu")
         .mark_bar(color="#c0392b")
         .encode(
-            y=alt.Y("label:N", sort="-x", title=None),
+            y=alt.Y("label:N", sort="-x", title=None, axis=alt.Axis(labelLimit=420)),
             x=alt.X("too_noisy:Q", title="Liger speed series too noisy to see a 25% change"),
             tooltip=["kernel:N", "mode:N", "gpu:N", "series:Q", "too_noisy:Q",
                      alt.Tooltip("median_detectable_change:Q", format=".0%")],

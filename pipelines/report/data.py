@@ -2,8 +2,9 @@
 
 Every number comes from a view in ``sql/``: ``version_history`` (one point per series and
 build; the report draws the release builds), ``speedup_history`` (Liger against each baseline in
-the same run), ``regressions``, ``change_points`` and ``series_noise``. This module only narrows and aggregates them to a size a page can hold; what
-a point, a regression or a change point is stays the views' business.
+the same run), ``regressions``, ``change_points`` and ``series_noise``. This module only narrows
+and aggregates them to a size a page can hold; what a point, a regression or a change point is
+stays the views' business.
 
 Two aggregation choices keep the page small and honest:
 
@@ -25,8 +26,8 @@ PUBLIC_VIEWS = ("version_history", "speedup_history", "regressions", "change_poi
 TABLE_ROWS = 100
 
 # An implementation as a reader names it: the provider, plus the backend when the provider's
-# name does not already say it (Liger on the cuTile file is not Liger on Triton). Baselines have
-# no Liger backend.
+# name does not already say it (liger on the cuTile file is not liger on Triton). Baselines
+# have no backend (null), so they are named by their provider alone.
 IMPLEMENTATION = (
     "case when backend is null or backend = 'triton' or ends_with(provider, backend) then provider "
     "else provider || ' (' || backend || ')' end"

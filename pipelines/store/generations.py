@@ -24,7 +24,7 @@ from filelock import FileLock, Timeout
 
 from pipelines.failpoints import failpoint
 from pipelines.store.storage import Storage
-from pipelines.tables import SCHEMAS, TABLES, empty
+from pipelines.tables import SCHEMA_VERSION, SCHEMAS, TABLES, empty
 
 POINTER = "CURRENT"
 
@@ -51,6 +51,8 @@ class Generation:
     created_at: str
     tables: dict[str, list[Part]] = field(default_factory=dict)
     summary: dict = field(default_factory=dict)
+    # The identities its digests follow; a manifest written before versions existed is 1.
+    schema_version: int = SCHEMA_VERSION
 
     def parts(self, table: str) -> list[Part]:
         return self.tables.get(table, [])
@@ -65,7 +67,7 @@ class Generation:
     def from_json(cls, text: str) -> Generation:
         data = json.loads(text)
         tables = {name: [Part(**p) for p in parts] for name, parts in data.pop("tables").items()}
-        return cls(tables=tables, **data)
+        return cls(tables=tables, **{"schema_version": 1, **data})
 
 
 def new_generation_id(now: datetime | None = None) -> str:

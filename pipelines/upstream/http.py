@@ -3,22 +3,28 @@
 Transient failures (5xx, resets, timeouts, truncated bodies, rate limits) are retried with
 exponential backoff; ``Retry-After`` and GitHub's ``X-RateLimit-Reset`` set the wait when the
 server gives one. Anything else fails at once. Errors name the URL and what was being fetched,
-never the token.
+never the token. Every retry is announced to whoever watches (``pipelines.progress.notice``) and
+logged, so a silent upstream is never a silent wait.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import re
 import time
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 import httpx
 from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt
 
+from pipelines import progress
 from pipelines.failpoints import failpoint
 from pipelines.store.storage import Storage
+
+log = logging.getLogger(__name__)
 
 RETRY_STATUSES = {408, 500, 502, 503, 504}
 
@@ -27,10 +33,18 @@ class UpstreamError(RuntimeError):
     """A download that failed for good; the message names the URL and the revision."""
 
 
+class UpstreamUnreachable(UpstreamError):
+    """No connection to upstream at all, on every attempt: offline, no DNS, refused, black-holed."""
+
+
 class _Transient(Exception):
     def __init__(self, message: str, wait_hint: float | None = None) -> None:
         super().__init__(message)
         self.wait_hint = wait_hint
+
+
+class _NoConnection(_Transient):
+    """The connection itself failed: nothing was said by a server."""
 
 
 @dataclass(frozen=True)
@@ -111,14 +125,23 @@ class HttpClient:
             stop=stop_after_attempt(self.policy.max_attempts),
             wait=self._wait,
             retry=retry_if_exception_type(_Transient),
+            before_sleep=lambda state: self._announce_retry(state, url, what),
             reraise=True,
         )
         try:
             return retrying(self._get_once, url, what, conditional, accept)
         except _Transient as exc:
-            raise UpstreamError(
-                f"{what}: giving up on {url} after {self.policy.max_attempts} attempts: {exc}"
-            ) from None
+            kind = UpstreamUnreachable if isinstance(exc, _NoConnection) else UpstreamError
+            raise kind(f"{what}: giving up on {url} after {self.policy.max_attempts} attempts: {exc}") from None
+
+    def _announce_retry(self, state: RetryCallState, url: str, what: str) -> None:
+        wait = state.next_action.sleep if state.next_action else 0.0
+        message = (
+            f"{urlsplit(url).netloc}: {what}: {state.outcome.exception()} "
+            f"(attempt {state.attempt_number} of {self.policy.max_attempts}); retrying in {wait:.3g}s"
+        )
+        log.warning("%s", message)
+        progress.notice(message)
 
     def _headers(self, url: str, conditional: bool, accept: str | None) -> dict[str, str]:
         headers = {}
@@ -138,6 +161,8 @@ class HttpClient:
         except httpx.TooManyRedirects:
             # A CDN caught in a loop recovers like a 5xx does; the retries stay bounded.
             raise _Transient(f"more than {self.policy.max_redirects} redirects") from None
+        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+            raise _NoConnection(f"{type(exc).__name__}: {exc}") from None
         except (httpx.TransportError, httpx.DecodingError) as exc:
             raise _Transient(f"{type(exc).__name__}: {exc}") from None
 

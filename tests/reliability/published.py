@@ -15,12 +15,11 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-import duckdb
-
 from pipelines import checks
 from pipelines.store.generations import GenerationStore, RefreshBusy
 from pipelines.store.raw import RawStore
 from pipelines.store.storage import Storage
+from tests.plain_duckdb import open_views
 
 # Set at ingest time, so two refreshes of the same upstream legitimately differ in them.
 VOLATILE_COLUMNS = {"ingested_at"}
@@ -77,7 +76,7 @@ def assert_current_is_whole(root: Path) -> None:
 
 def view_counts(db: Path) -> dict[str, int]:
     """Row counts of every view of liger.duckdb, opened read-only as a reader would."""
-    with duckdb.connect(str(db), read_only=True) as con:
+    with open_views(db) as con:
         names = [
             r[0]
             for r in con.execute(
@@ -89,7 +88,7 @@ def view_counts(db: Path) -> dict[str, int]:
 
 
 def database_generation(db: Path) -> str:
-    with duckdb.connect(str(db), read_only=True) as con:
+    with open_views(db) as con:
         return con.execute("select generation_id from warehouse_generation").fetchone()[0]
 
 

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import duckdb
 
+from tests.plain_duckdb import open_views
+
 
 def _views(con: duckdb.DuckDBPyConnection) -> list[str]:
     sql = "select view_name from duckdb_views() where not internal and schema_name = 'main' order by 1"
@@ -31,14 +33,14 @@ def _round(con: duckdb.DuckDBPyConnection) -> str:
 
 def main(db: str, mode: str, stop: str, out: str) -> None:
     rounds, errors, seen = 0, [], []
-    held = duckdb.connect(db, read_only=True) if mode == "held" else None
+    held = open_views(Path(db)) if mode == "held" else None
     ready = Path(out + ".ready")
     while not Path(stop).exists():
         try:
             if held is not None:
                 generation = _round(held)
             else:
-                with duckdb.connect(db, read_only=True) as con:
+                with open_views(Path(db)) as con:
                     generation = _round(con)
             if generation not in seen:
                 seen.append(generation)

@@ -19,11 +19,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import duckdb
 import pytest
 
 from tests.conftest import refresh
 from tests.fake_github import FakeGitHub
+from tests.plain_duckdb import open_views
 from tests.reliability.conftest import copy_warehouse
 from tests.reliability.published import (
     Published,
@@ -148,7 +148,7 @@ class CorpusRun:
         return self.root / "liger.duckdb"
 
     def query(self, sql: str, *params) -> list[tuple]:
-        with duckdb.connect(str(self.db), read_only=True) as con:
+        with open_views(self.db) as con:
             return con.execute(sql, list(params)).fetchall()
 
 
@@ -298,7 +298,7 @@ def test_invalid_golden_commits_keep_the_last_ones(corpus, base_warehouse):
     assert any(
         w.startswith("benchmarks/golden_commits.json: not a golden-commits object") for w in corpus.summary["warnings"]
     )
-    with duckdb.connect(str(base_warehouse / "liger.duckdb"), read_only=True) as con:
+    with open_views(base_warehouse / "liger.duckdb") as con:
         before = con.execute("select * from golden_commit order by all").fetchall()
     assert corpus.query("select * from golden_commit order by all") == before
 

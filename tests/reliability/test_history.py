@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import duckdb
-
 from tests.conftest import refresh
+from tests.plain_duckdb import open_views
 from tests.reliability.conftest import copy_warehouse
 from tests.reliability.published import assert_current_is_whole, assert_still_there, contents, published
 from tests.reliability.upstreams import DATA, commits, copy_mirror, runs, set_commits, set_runs
@@ -20,7 +19,7 @@ DROPPED_RUN = "c1bdc24"
 
 
 def _q(root: Path, sql: str, *params) -> list[tuple]:
-    with duckdb.connect(str(root / "liger.duckdb"), read_only=True) as con:
+    with open_views(root / "liger.duckdb") as con:
         return con.execute(sql, list(params)).fetchall()
 
 

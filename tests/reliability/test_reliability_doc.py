@@ -1,4 +1,4 @@
-"""docs/RELIABILITY.md lists every fault and bad input the suite tries."""
+"""docs/RELIABILITY.md lists every fault, bad input and hostile statement the suite tries."""
 
 from __future__ import annotations
 
@@ -6,15 +6,19 @@ from pathlib import Path
 
 import pytest
 
-from tests.reliability import test_corpus, test_crash, test_network
+from tests.reliability import test_corpus, test_crash, test_network, test_operator, test_read_only
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "RELIABILITY.md"
+ROOT = Path(__file__).resolve().parents[2]
+DOC = ROOT / "docs" / "RELIABILITY.md"
 
 NAMES = [
     *test_crash.POINTS,
     *test_network.PERSISTENT,
     *test_network.TRANSIENT,
     *test_network.JOB_FAULTS,
+    *test_read_only.NOT_QUERIES,
+    *test_read_only.OUTSIDE_READS,
+    *test_read_only.MOVED,
     *(p.name for p in test_corpus.CORPUS.iterdir() if p.name != "README.md"),
 ]
 
@@ -22,3 +26,12 @@ NAMES = [
 @pytest.mark.parametrize("name", NAMES)
 def test_the_doc_lists_it(name):
     assert f"`{name}`" in DOC.read_text()
+
+
+@pytest.mark.parametrize("case", test_operator.CASES)
+def test_the_doc_lists_each_operator_case_with_its_test(case):
+    """Each case is in the doc beside the test that shows it, and that test exists."""
+    path, name = test_operator.CASES[case].split("::")
+    assert f"def {name}(" in (ROOT / path).read_text(), test_operator.CASES[case]
+    rows = [line for line in DOC.read_text().splitlines() if f"`{case}`" in line]
+    assert rows and any(f"`{name}`" in row for row in rows), f"{case}: no row naming `{name}`"

@@ -10,7 +10,6 @@ import hashlib
 from pathlib import Path
 
 import dagster as dg
-import duckdb
 import pytest
 from typer.testing import CliRunner
 
@@ -25,6 +24,7 @@ from pipelines.versions import is_valid_run_name
 from tests import fake_github as fg
 from tests.conftest import refresh
 from tests.fake_github import FakeGitHub
+from tests.plain_duckdb import open_views
 from tests.reliability.conftest import github_env
 from tests.reliability.published import cli_env, cli_refresh, dagster_home, step_failures
 from tests.reliability.upstreams import DATA, commits
@@ -206,7 +206,7 @@ def test_views_are_built_safely_from_a_root_with_a_quote(before_mirror, tmp_path
     """Part URIs are quoted into the view SQL: a root named with a quote must still work."""
     root = tmp_path / "it's a warehouse"
     assert refresh(root, upstream=str(before_mirror)).result.success
-    with duckdb.connect(str(root / "liger.duckdb"), read_only=True) as con:
+    with open_views(root / "liger.duckdb") as con:
         assert con.execute("select count(*) from fact_result").fetchone()[0] > 0
 
 

@@ -11,6 +11,7 @@ from pipelines.database import rebuild_if_stale
 from pipelines.defs.resources import UpstreamResource, WarehouseResource
 from pipelines.defs.upstream.assets import FetchedUpstream
 from pipelines.ingest import GenerationBuilder
+from pipelines.migrate import migrate
 from pipelines.refresh_summary import repository_url, revisions_markdown
 from pipelines.store.generations import Generation
 from pipelines.tables import DESCRIPTIONS, INGESTED, SCHEMAS
@@ -66,6 +67,18 @@ def revisions_metadata(summary: dict, upstream: UpstreamResource) -> dg.Metadata
     return dg.MetadataValue.md(revisions_markdown(summary.get("revisions", []), repo))
 
 
+def migration_metadata(summary: dict) -> dict:
+    """What a schema migration in this generation changed (nothing when there was none)."""
+    migration = summary.get("migration")
+    if not migration:
+        return {}
+    return {
+        "migrated_from_schema_version": migration["from_schema_version"],
+        "results_relabelled": migration["results_relabelled"],
+        "digests_changed": dg.MetadataValue.json(migration["digests_changed"]),
+    }
+
+
 @dg.multi_asset(specs=_table_specs(), ins={"upstream_snapshots": dg.AssetIn()}, can_subset=False)
 def warehouse_tables(
     context: dg.AssetExecutionContext,
@@ -75,12 +88,16 @@ def warehouse_tables(
 ):
     """Normalize every new upstream revision into the digest-linked star schema and stage it as
     the next generation. Unchanged Parquet parts are referenced, not rewritten; when upstream
-    holds nothing new, nothing is written and no table materializes."""
+    holds nothing new, nothing is written and no table materializes. A warehouse whose digests
+    follow an older schema version is migrated first, from its raw snapshots (docs/SCHEMA.md)."""
     gens = warehouse.generations()
     with gens.try_lock("build"):
-        builder = GenerationBuilder(gens, warehouse.raw())
+        base = migrate(gens, warehouse.raw())
+        builder = GenerationBuilder(gens, warehouse.raw(), base=base)
         gen = builder.build(upstream_snapshots.listing, upstream_snapshots.contents)
     summary = builder.summary
+    if builder.migration:
+        context.log.info(f"migrated to schema version {builder.migration['schema_version']}: {builder.migration}")
     for message in summary.rejected + summary.warnings:
         context.log.warning(message)
     if gen is None:
@@ -99,5 +116,6 @@ def warehouse_tables(
             "revisions_ingested": len(summary.revisions),
             "revisions": revisions_metadata(gen.summary, upstream),
         },
+        "digest_migration": migration_metadata(gen.summary),
     }
     yield from _table_results(gen, builder.prior, extra)

@@ -3,7 +3,7 @@
 import dagster as dg
 
 from pipelines.defs.resources import UpstreamResource, WarehouseResource
-from pipelines.defs.warehouse.assets import revisions_metadata
+from pipelines.defs.warehouse.assets import migration_metadata, revisions_metadata
 from pipelines.tables import SCHEMAS
 
 # A generation is its manifest: one row per Parquet part of each table.
@@ -25,7 +25,8 @@ def published_generation(
     audits pass, and only if nobody published since this run's generation was built.
 
     Its metadata is the refresh at a glance: the results added, restated and removed, and the
-    upstream revisions ingested, each linked to its commit, and the rows of every table. Its row
+    upstream revisions ingested, each linked to its commit, and the rows of every table; after a
+    schema migration, the version migrated from and how many digests changed. Its row
     count and columns are those of its manifest: one row per Parquet part."""
     gens = warehouse.generations()
     gen_id = warehouse.ledger().staged(context.run.run_id)
@@ -40,6 +41,8 @@ def published_generation(
             "dagster/column_schema": MANIFEST_SCHEMA,
             "generation": gen.id,
             "parent": gen.parent or "",
+            "schema_version": gen.schema_version,
+            **migration_metadata(summary),
             "revisions_ingested": summary.get("revisions_ingested", 0),
             "revisions": revisions_metadata(summary, upstream),
             "results_added": summary.get("results_added", 0),

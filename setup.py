@@ -1,0 +1,12 @@
+"""What pyproject.toml cannot say: the analytic views stay in the top-level ``sql/`` directory
+and ship inside the package as ``pipelines.sql`` (read with importlib.resources; the derived-table
+models of ``sql/derived/`` too), so that a wheel, not only an editable install, builds
+liger.duckdb with every view."""
+
+from setuptools import find_packages, setup
+
+setup(
+    packages=[*find_packages(include=["pipelines*"]), "pipelines.sql"],
+    package_dir={"pipelines.sql": "sql"},
+    package_data={"pipelines": ["**/*.json"], "pipelines.sql": ["*.sql", "derived/*.sql"]},
+)

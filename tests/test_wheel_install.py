@@ -1,0 +1,106 @@
+"""A wheel install works: the analytic views ship inside the package (``sql/`` installed as
+``pipelines.sql``), so ``liger-warehouse refresh`` from a wheel, in a fresh virtual environment
+and away from the repository, builds liger.duckdb with every view ``sql/`` defines.
+
+The wheel is built by pip (build isolation: setuptools from the package index) and installed
+with its dependencies into a new venv; pip's cache makes that minutes, not more.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from pipelines.database import MissingViews, build_database
+from pipelines.store.generations import GenerationStore
+from pipelines.store.storage import Storage
+from pipelines.tables import SCHEMAS
+from tests.small_mirror import small_mirror
+
+pytestmark = pytest.mark.slow
+
+PROJECT = Path(__file__).resolve().parents[1]
+SQL = PROJECT / "sql"
+DEFINES = re.compile(r"create\s+or\s+replace\s+(view|macro)\s+(\w+)", re.IGNORECASE)
+
+
+def _defined() -> dict[str, set[str]]:
+    """What sql/ defines, read from the files themselves: view and macro names."""
+    found: dict[str, set[str]] = {"view": set(), "macro": set()}
+    for path in SQL.glob("*.sql"):
+        for kind, name in DEFINES.findall(path.read_text()):
+            found[kind.lower()].add(name)
+    return found
+
+
+def _run(*args: str | Path, cwd: Path, env: dict[str, str] | None = None, timeout: float = 900) -> str:
+    done = subprocess.run(
+        [str(a) for a in args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False
+    )
+    assert done.returncode == 0, f"{args}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    return done.stdout + done.stderr
+
+
+def test_a_wheel_in_a_fresh_venv_builds_every_view(tmp_path: Path):
+    mirror = small_mirror(tmp_path / "mirror")
+    # The sources a build reads, copied: setuptools builds in the source tree.
+    source = tmp_path / "source"
+    source.mkdir()
+    for name in ("pyproject.toml", "setup.py", "README.md"):
+        shutil.copy2(PROJECT / name, source / name)
+    for name in ("pipelines", "sql"):
+        shutil.copytree(PROJECT / name, source / name, ignore=shutil.ignore_patterns("__pycache__"))
+    dist = tmp_path / "dist"
+    _run(sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--wheel-dir", dist, source, cwd=tmp_path)
+    (wheel,) = dist.glob("liger_warehouse-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        shipped = {Path(n).name for n in archive.namelist() if n.startswith("pipelines/sql/")}
+    assert {p.name for p in SQL.glob("*.sql")} <= shipped
+
+    venv = tmp_path / "venv"
+    _run(sys.executable, "-m", "venv", venv, cwd=tmp_path)
+    _run(venv / "bin" / "python", "-m", "pip", "install", "--quiet", wheel, cwd=tmp_path)
+
+    # Away from the repository, with nothing of it on the path: only the installed wheel.
+    away = tmp_path / "elsewhere"
+    away.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "DAGSTER_", "LIGER_WAREHOUSE_"))}
+    env.update(DAGSTER_HOME=str(tmp_path / "dagster_home"), LIGER_WAREHOUSE_CACHE_DIR=str(tmp_path / "cache"))
+    where = _run(venv / "bin" / "python", "-c", "import pipelines.sql as s; print(s.__file__)", cwd=away, env=env)
+    assert Path(where.strip()).is_relative_to(venv), where
+
+    root = tmp_path / "warehouse"
+    said = _run(venv / "bin" / "liger-warehouse", "refresh", "-w", root, "--upstream", mirror, cwd=away, env=env)
+    assert "No dagster instance configuration file" not in said and "Telemetry" not in said, said
+    with duckdb.connect(str(root / "liger.duckdb"), read_only=True) as con:
+        views = {v for (v,) in con.execute("select view_name from duckdb_views() where not internal").fetchall()}
+        macros = {
+            m
+            for (m,) in con.execute(
+                "select function_name from duckdb_functions() where not internal "
+                "and function_type in ('macro', 'table_macro')"
+            ).fetchall()
+        }
+        assert con.execute("select count(*) from regressions").fetchone()[0] > 0
+    defined = _defined()
+    assert defined["view"] and defined["macro"]
+    assert defined["view"] | set(SCHEMAS) | {"warehouse_generation"} <= views
+    assert defined["macro"] <= macros
+
+
+def test_a_missing_sql_directory_is_an_error_not_a_database_without_views(mirror_warehouse, tmp_path: Path):
+    gens = GenerationStore(Storage(str(mirror_warehouse.root)))
+    empty = tmp_path / "sql"
+    empty.mkdir()
+    target = tmp_path / "liger.duckdb"
+    with pytest.raises(MissingViews, match=r"no analytic views \(\*\.sql\) in .*sql: this installation lacks sql/"):
+        build_database(gens, gens.current(), target, sql_dir=empty)
+    assert not target.exists() and list(tmp_path.glob("liger.duckdb*")) == []
