@@ -14,7 +14,9 @@ import duckdb
 from scipy.stats import norm
 
 from benchmarks.verdict_rules import Case, Point
+from pipelines.database import open_duckdb
 from pipelines.derived import model_sql
+from pipelines.store.storage import Storage
 
 # The 0.75 quantile of |normal| that sql/derived/fact_series_noise.sql divides by: the model
 # hardcodes it whatever `verdict_rule().sweep_quantile` says (see ``Scratch.recompute``).
@@ -94,6 +96,13 @@ class Comparison:
     golden_other_gpu: int
 
 
+def open_database(database: Path, copy: Path | None = None) -> duckdb.DuckDBPyConnection:
+    """``database`` (a warehouse's liger.duckdb) read-only, or its ``copy`` read-write; either way
+    the views read the warehouse's own Parquet parts (``file_search_path`` is its root)."""
+    storage = Storage(str(database.parent))
+    return open_duckdb(storage, str(copy or database), read_only=copy is None)
+
+
 def series(con: duckdb.DuckDBPyConnection, run: str) -> dict[str, Series]:
     """The series of ``run``."""
     rows = con.execute(
@@ -139,6 +148,7 @@ class Setting:
 SENSITIVITY = (
     Setting("defaults"),
     *(Setting(f"significance {v:g}", (("significance", v),)) for v in (4.0, 6.0)),
+    *(Setting(f"doubt {v:g}", (("doubt", v),)) for v in (2.0, 4.0)),
     *(Setting(f"equivalence {v:.0%}", (("equivalence", v),)) for v in (0.20, 0.30)),
     *(Setting(f"prior_steps {v:g}", (("prior_steps", v),)) for v in (5.0, 20.0)),
     *(Setting(f"sweep_quantile {v:g}", (("sweep_quantile", v),)) for v in (0.5, 0.9)),
@@ -148,15 +158,15 @@ SENSITIVITY = (
 
 class Scratch:
     """A read-write copy of a warehouse's ``liger.duckdb`` whose series noise is recomputed from
-    ``sql/derived/fact_series_noise.sql`` under other ``verdict_rule()`` constants, or without
-    some run steps. Its views still read the warehouse's Parquet files, which are never written;
-    the copy is deleted on ``close``.
+    ``sql/derived/fact_series_noise.sql`` under other ``verdict_rule()`` constants, or from fewer
+    run steps. Its views still read the warehouse's Parquet parts, which are never written; the
+    copy is deleted on ``close``.
     """
 
     def __init__(self, database: Path, path: Path) -> None:
         shutil.copyfile(database, path)
         self.path = path
-        self.con = duckdb.connect(str(path))
+        self.con = open_database(database, path)
         self.defaults: dict = self.con.execute("select verdict_rule()").fetchone()[0]
         # The run steps do not depend on the constants: computed once.
         self.con.execute("create table run_steps_all as select * from run_steps")

@@ -39,10 +39,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-import duckdb
-
 from benchmarks import verdict_report
-from benchmarks.verdict_data import SENSITIVITY, Scratch, comparison, new_rule, series
+from benchmarks.verdict_data import SENSITIVITY, Scratch, comparison, new_rule, open_database, series
 from benchmarks.verdict_inject import (
     DRIFT,
     SCOPES,
@@ -106,7 +104,7 @@ def evaluate(
     """Every rule's verdicts on ``base`` -> ``head`` in the warehouse of ``database``, tallied;
     how many series the dashboard judges against a golden run on another GPU; and how many
     verdicts the scratch copy's recomputed default noise changes (0 unless recomputing drifts)."""
-    with duckdb.connect(str(database), read_only=True) as con:
+    with open_database(database) as con:
         pair = comparison(con, base, head)
         metrics = {d: s.metric for d, s in series(con, head).items()}
         verdicts = {name: {c.series_digest: rule(c) for c in pair.cases} for name, rule in ANCHOR_RULES.items()}
@@ -167,7 +165,7 @@ def run(mirror_source: Path, work: Path, pairs: list[tuple[str, str]], seeds: in
         )
         for base, head in pairs
     ]
-    with duckdb.connect(str(database), read_only=True) as con:
+    with open_database(database) as con:
         heads = {head: (series(con, head), line_series(con, head)) for _, head in pairs}
         counts = con.execute(
             "select count(*) filter (where source = 'gh-pages' and is_upstream), "
