@@ -16,13 +16,13 @@ import sys
 import zipfile
 from pathlib import Path
 
-import duckdb
 import pytest
 
 from pipelines.database import MissingViews, build_database
 from pipelines.store.generations import GenerationStore
 from pipelines.store.storage import Storage
 from pipelines.tables import SCHEMAS
+from tests.plain_duckdb import open_views
 from tests.small_mirror import small_mirror
 
 pytestmark = pytest.mark.slow
@@ -80,7 +80,7 @@ def test_a_wheel_in_a_fresh_venv_builds_every_view(tmp_path: Path):
     root = tmp_path / "warehouse"
     said = _run(venv / "bin" / "liger-warehouse", "refresh", "-w", root, "--upstream", mirror, cwd=away, env=env)
     assert "No dagster instance configuration file" not in said and "Telemetry" not in said, said
-    with duckdb.connect(str(root / "liger.duckdb"), read_only=True) as con:
+    with open_views(root / "liger.duckdb") as con:
         views = {v for (v,) in con.execute("select view_name from duckdb_views() where not internal").fetchall()}
         macros = {
             m

@@ -12,7 +12,7 @@ from typing import Annotated, NoReturn
 import duckdb
 import typer
 
-from pipelines.cli.app import WarehouseOpt, app, console, open_database
+from pipelines.cli.app import CliError, WarehouseOpt, app, console, open_database
 from pipelines.cli.output import Format, write
 from pipelines.database import NotAQuery, read_only_statements
 
@@ -36,9 +36,13 @@ def _run(con: duckdb.DuckDBPyConnection, query: str) -> duckdb.DuckDBPyRelation 
     return con.sql(query)
 
 
+READS_ONLY = "this session reads only the warehouse; --allow-read PATH opens more"
+QUERIES_ONLY = "only queries run here: the warehouse changes through `liger-warehouse refresh` and `import`"
+
+
 def _one_line(exc: Exception) -> str:
     if isinstance(exc, duckdb.PermissionException):  # its first line names the file
-        return f"{str(exc).splitlines()[0]} (this session reads only the warehouse; --allow-read PATH opens more)"
+        return f"{str(exc).splitlines()[0]} ({READS_ONLY})"
     return str(exc)
 
 
@@ -55,15 +59,17 @@ def sql(
     refused."""
     con = open_database(warehouse, allow_read or ())
     if query is not None:
+        # Errors go to the app's handler: what failed in one line, what to do in another.
         try:
             relation = _run(con, query)
             if fmt is Format.table or relation is None:
                 print(relation if relation is not None else "")
             else:
                 write(fmt, relation.columns, relation.fetchall())
-        except (NotAQuery, duckdb.Error) as exc:
-            console.print(_one_line(exc), markup=False, highlight=False, soft_wrap=True)
-            raise typer.Exit(1) from None
+        except NotAQuery as exc:
+            raise CliError(str(exc), QUERIES_ONLY) from exc
+        except duckdb.PermissionException as exc:
+            raise CliError(str(exc).splitlines()[0], READS_ONLY) from exc
         return
     while True:
         try:

@@ -118,8 +118,10 @@ def test_a_statement_that_is_not_a_query_is_refused_in_one_line(site, name):
     before = _fingerprint(root)
     done = _sql("-w", str(root), NOT_QUERIES[name].format(**site))
     assert done.exit_code == 1, done.output
-    assert len(_lines(done.output)) == 1, done.output
-    assert "is not a query" in done.output
+    # The CLI's error format: what failed, then what to do.
+    what, hint = _lines(done.output)
+    assert what.startswith("error: ") and "is not a query" in what, done.output
+    assert "only queries run here" in hint
     assert _fingerprint(root) == before
     assert list(outside.iterdir()) == []
 
@@ -143,7 +145,8 @@ def test_a_query_cannot_read_outside_the_warehouse(site, name):
     before = _fingerprint(root)
     done = _sql("-w", str(root), "--format", "csv", OUTSIDE_READS[name].format(**site))
     assert done.exit_code == 1, done.output
-    assert len(_lines(done.output)) == 1, done.output
+    what, hint = _lines(done.output)  # what failed, then what to do
+    assert what.startswith("error: ") and ("--allow-read" in hint or "fix the query" in hint), done.output
     assert "root:" not in done.output and "not the warehouse's" not in done.output  # nothing read
     assert _fingerprint(root) == before
 
