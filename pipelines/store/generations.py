@@ -37,6 +37,28 @@ class RefreshBusy(RuntimeError):
     """Another refresh holds the warehouse lock."""
 
 
+class HeldLock:
+    """A lock already acquired. Its ``with`` releases it without acquiring it again: a
+    ``FileLock``'s own ``with`` would count a second hold and leave the first one held until
+    garbage collection."""
+
+    def __init__(self, lock: FileLock) -> None:
+        self.lock = lock
+
+    @property
+    def lock_file(self) -> str:
+        return self.lock.lock_file
+
+    def release(self) -> None:
+        self.lock.release()
+
+    def __enter__(self) -> HeldLock:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
 @dataclass
 class Part:
     key: str
@@ -146,7 +168,8 @@ class GenerationStore:
         os.makedirs(lock_dir, exist_ok=True)
         return FileLock(os.path.join(lock_dir, f"{name}.lock"), timeout=timeout)
 
-    def try_lock(self, name: str) -> FileLock:
+    def try_lock(self, name: str) -> HeldLock:
+        """The lock ``name`` now, or ``RefreshBusy``; ``with`` it (or ``release()``) to let go."""
         lock = self.lock(name, timeout=0)
         try:
             lock.acquire()
@@ -155,7 +178,7 @@ class GenerationStore:
                 f"another refresh of {self.storage.url} is running (lock {lock.lock_file}); "
                 "wait for it to finish"
             ) from None
-        return lock
+        return HeldLock(lock)
 
     def write_part(self, table: str, key: str, name: str, data: pa.Table) -> Part:
         """Write one immutable Parquet part of ``table``."""
