@@ -28,7 +28,7 @@ from tests.plain_duckdb import open_views
 from tests.reliability.published import dagster_home
 from tests.test_export_kernelindex import export_path
 
-LIGER = "liger_duckdb"
+VIEWS_ASSET = "liger_duckdb"
 VALUES = (
     "protocol_digest, workload_digest, environment_digest, implementation_digest, "
     "metric, unit, p20, p50, p80, observed_at, liger_version"
@@ -115,7 +115,7 @@ def _mixed_file(mirror_warehouse, path: Path) -> bytes:
     return data
 
 
-def test_bad_records_are_quarantined_and_the_import_rebuilds_exactly(mirror_warehouse, copy_of, tmp_path):
+def test_bad_records_are_quarantined_and_the_import_rebuilds_exactly(mirror_warehouse, copy_of, tmp_path, instance):
     file = tmp_path / "mixed.ndjson"
     data = _mixed_file(mirror_warehouse, file)
     result = _cli("import", "kernelindex", str(file), "-w", str(copy_of))
@@ -137,6 +137,7 @@ def test_bad_records_are_quarantined_and_the_import_rebuilds_exactly(mirror_ware
     again = _cli("import", "kernelindex", str(file), "-w", str(copy_of))
     assert again.exit_code == 0 and "already imported; nothing changed" in again.output
     assert GenerationStore(Storage(copy_of)).current_id() == generation
+    assert len(_runs(instance)) == 1  # the second import needed no run
 
 
 def test_a_foreign_record_gets_digests_of_what_it_says(mirror_warehouse, copy_of, tmp_path):
