@@ -17,6 +17,7 @@ from pipelines.export import liger_csv
 from pipelines.export.records import ResultFilter, UnsafeWhere, connect
 from pipelines.export.writer import InvalidRecord, atomic_output, write_records
 from pipelines.import_kernelindex import ImportRejected, preview_import, source_key, unchanged_by
+from pipelines.ingest import SchemaOutdated
 from pipelines.store.generations import Generation, GenerationStore, RefreshBusy
 from pipelines.store.storage import Storage
 
@@ -248,7 +249,7 @@ def _dry_run(gens: GenerationStore, data: bytes, name: str) -> None:
     """What the import would change, worked out like the import itself, writing nothing."""
     try:
         outcome = preview_import(gens, data, name)
-    except (ValueError, ImportRejected) as exc:  # FileRejected is a ValueError, as is a bad name
+    except (ValueError, ImportRejected, SchemaOutdated) as exc:  # FileRejected is a ValueError, as is a bad name
         _say(str(exc), "red")
         _say("dry run: the import would publish nothing; nothing was written")
         raise typer.Exit(1) from None
