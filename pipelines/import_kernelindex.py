@@ -5,7 +5,12 @@ line becomes a record with its exact text and the text after it (so the file reb
 byte), every valid record becomes a ``fact_result`` row and every invalid one a
 ``quarantined_row`` with the reason. The source is ``import`` and the source key
 ``import:<name>``; importing a changed file under the same name is the next revision of that
-source, importing the same bytes again changes nothing.
+source, importing the same bytes again changes nothing. A source can be withdrawn: none of its
+revisions is head any more, so none of its results is current, and nothing is deleted.
+
+This module stages (``stage_import``, ``stage_withdrawal``); the ``imports`` job audits and
+publishes (pipelines/defs/imports). A change is worked out against pending writes and written
+only when it is valid, so a refused import and a dry run (``preview_import``) write nothing.
 
 Digests (the rule, also in docs/EXPORTS.md): a record carries four dimension digests, but not
 every identity field behind them (not which parameter was the x axis, the x label, the original
