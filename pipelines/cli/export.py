@@ -10,9 +10,8 @@ import dagster as dg
 import duckdb
 import typer
 
-from pipelines import settings
-from pipelines.cli.app import WarehouseOpt, app, console, warehouse_root
-from pipelines.cli.warehouse import run_job
+from pipelines.cli.app import DEBUG_HINT, WarehouseOpt, app, console, print_error, warehouse_root
+from pipelines.cli.warehouse import root_cause, run_job
 from pipelines.export import liger_csv
 from pipelines.export.records import ResultFilter, UnsafeWhere, connect
 from pipelines.export.writer import InvalidRecord, atomic_output, write_records
@@ -25,9 +24,6 @@ export_app = typer.Typer(help="Write warehouse data in other formats.", no_args_
 import_app = typer.Typer(help="Add records from other sources to the warehouse.", no_args_is_help=True)
 app.add_typer(export_app, name="export")
 app.add_typer(import_app, name="import")
-
-# The command prints what the run did, or the one error that failed it, itself.
-SILENT_LOGS = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 
 Many = Annotated[list[str] | None, typer.Option(help="Repeat to take several.")]
 
@@ -165,7 +161,7 @@ def withdraw_import(
 
 def _say(text: str, style: str | None = None) -> None:
     # Source keys and reasons are data: "import:three:" is not an emoji, "[x]" not markup.
-    console.print(text, style=style, markup=False, emoji=False, highlight=False)
+    console.print(text, style=style, markup=False, emoji=False, highlight=False, soft_wrap=True)
 
 
 def _nothing_to_do(gens: GenerationStore, name: str, data: bytes | None) -> bool:
@@ -173,7 +169,7 @@ def _nothing_to_do(gens: GenerationStore, name: str, data: bytes | None) -> bool
     try:
         reason = unchanged_by(gens, name, data)
     except ValueError as exc:  # a bad name, or no import of that name to withdraw
-        _say(str(exc), "red")
+        print_error(str(exc), "nothing changed")
         raise typer.Exit(1) from None
     if reason:
         _say(f"{source_key(name)}: {reason}; nothing changed")
@@ -181,38 +177,29 @@ def _nothing_to_do(gens: GenerationStore, name: str, data: bytes | None) -> bool
 
 
 def _run_imports_job(gens: GenerationStore, config: dict) -> None:
-    settings.ensure_dagster_home()
     try:
         lock = gens.try_lock("refresh")
     except RefreshBusy as exc:
-        _say(str(exc), "red")
+        console.print(f"[red]{exc}[/red]")
         raise typer.Exit(3) from None
     with lock:
-        result = run_job("imports", {"ops": {"kernelindex_import": {"config": config}}, **SILENT_LOGS})
+        result, _ = run_job("imports", gens.storage, {"kernelindex_import": {"config": config}})
     if not result.success:
         kind, message = _failure(result)
-        _say(message, "red")
-        _say("the import run failed; the published warehouse is unchanged")
+        print_error(message, f"the published warehouse is unchanged; {DEBUG_HINT}")
         raise typer.Exit(3 if kind == RefreshBusy.__name__ else 1)
     _print_outcome(result, withdrawn=config.get("withdraw", False))
 
 
 def _failure(result) -> tuple[str, str]:
-    """The class and message of what failed the run: a blocking audit, or the error of a step
-    without Dagster's wrapping."""
+    """The class and message of what failed the run: a blocking audit, or a step's error."""
     for evaluation in result.get_asset_check_evaluations():
         if not evaluation.passed:
             examples = evaluation.metadata.get("examples")
             detail = examples.value.splitlines()[0].removeprefix("- ") if examples else ""
             return "", f"audit {evaluation.asset_check_key.to_user_string()} failed: {detail}"
-    for event in result.all_events:
-        if event.is_step_failure:
-            error = event.event_specific_data.error
-            while error.cause is not None:
-                error = error.cause
-            # "pipelines.module.Class: message" -> "message"
-            return error.cls_name, error.message.strip().split(": ", 1)[-1]
-    return "", "the imports run failed"
+    failures = [e for e in result.all_events if e.is_step_failure]
+    return root_cause(failures[0].event_specific_data.error) if failures else ("", "the imports run failed")
 
 
 def _print_outcome(result, withdrawn: bool) -> None:
@@ -250,8 +237,7 @@ def _dry_run(gens: GenerationStore, data: bytes, name: str) -> None:
     try:
         outcome = preview_import(gens, data, name)
     except (ValueError, ImportRejected, SchemaOutdated) as exc:  # FileRejected is a ValueError, as is a bad name
-        _say(str(exc), "red")
-        _say("dry run: the import would publish nothing; nothing was written")
+        print_error(str(exc), "dry run: the import would publish nothing; nothing was written")
         raise typer.Exit(1) from None
     if outcome.unchanged:
         _say(f"{outcome.source_key}: {outcome.unchanged}; the import would change nothing")

@@ -117,7 +117,7 @@ def run_job(name: str, storage: Storage, ops: dict | None = None):
     return result, shown.warnings
 
 
-def _root_cause(error) -> tuple[str, str]:
+def root_cause(error) -> tuple[str, str]:
     """The innermost error (Dagster wraps ours in "Error occurred while executing op …") as its
     class name and the first line of its message, without the module path."""
     while error.cause is not None:
@@ -129,7 +129,7 @@ def _root_cause(error) -> tuple[str, str]:
 def _print_refresh(gens: GenerationStore, result, warnings: list[str], seconds: float) -> None:
     if not result.success:
         failures = [e for e in result.all_events if e.is_step_failure]
-        causes = [_root_cause(e.event_specific_data.error) for e in failures]
+        causes = [root_cause(e.event_specific_data.error) for e in failures]
         what = "; ".join(f"step {e.step_key} failed: {why}" for e, (_, why) in zip(failures, causes, strict=True))
         offline = any(cls == "UpstreamUnreachable" for cls, _ in causes)
         unchanged = f"the published warehouse is unchanged ({seconds:.1f}s)"
