@@ -18,6 +18,7 @@ import pytest
 from typer.testing import CliRunner
 
 from pipelines.cli import app
+from pipelines.defs.schedules import LAUNCHED_BY
 from pipelines.defs.warehouse.checks import SPECS as AUDITS
 from pipelines.digests import digest
 from pipelines.import_kernelindex import split_ndjson
@@ -230,6 +231,7 @@ def test_an_import_is_a_run_of_the_imports_job(mirror_warehouse, copy_of, tmp_pa
     assert run.status == dg.DagsterRunStatus.SUCCESS
     assert run.run_config["ops"]["kernelindex_import"]["config"] == {"name": "two", "file": str(file.resolve())}
     assert run.tags["liger-warehouse/refresh"] == "import"  # one writer at a time in the run queue
+    assert run.tags[LAUNCHED_BY] == "cli"
     with env(DAGSTER_HOME=str(instance)), dg.DagsterInstance.get() as dagster:
         # Lineage: the import, the tables it staged, the publish and the views, all from this run.
         for key in (

@@ -2,10 +2,12 @@
 
 import dagster as dg
 
+from pipelines.defs.schedules import LAUNCHED_BY
 from pipelines.tables import INGESTED
 
-# Shares the refresh's tag, so the run queue of deploy/dagster.yaml runs one writer at a time.
-IMPORT_TAGS = {"liger-warehouse/refresh": "import"}
+# Shares the refresh's tag key, so the run queue of deploy/dagster.yaml runs one writer at a
+# time; launched from the UI unless the launcher says otherwise (the CLI: "cli").
+IMPORT_TAGS = {"liger-warehouse/refresh": "import", LAUNCHED_BY: "manual"}
 
 import_job = dg.define_asset_job(
     "imports",
