@@ -13,6 +13,7 @@ import pyarrow as pa
 
 from pipelines.store.generations import Generation, GenerationStore, Part
 from pipelines.tables import DIGEST_COLUMN, DIMENSIONS, SCHEMAS
+from pipelines.upstream.model import IMPORT
 
 FACT_DIGESTS = {
     "protocol_digest": "dim_protocol",
@@ -119,11 +120,14 @@ def all_checks(gens: GenerationStore, gen: Generation) -> list[CheckOutcome]:
         con.close()
 
 
-def raw_recount(raw_bytes: bytes) -> int:
-    """Rows in an upstream file, counted by Python's csv module alone (blank lines skipped)."""
+def raw_recount(raw_bytes: bytes, source: str) -> int:
+    """Rows in an upstream file, counted by Python's csv module alone (blank lines skipped);
+    for an import (NDJSON), its non-blank lines as ``bytes.splitlines`` sees them."""
     import csv
     import io
 
+    if source == IMPORT:
+        return sum(1 for line in raw_bytes.splitlines() if line.strip())
     text = raw_bytes.decode("utf-8")
     # The default 128 KiB field limit would raise on a long (quarantined) field.
     csv.field_size_limit(max(csv.field_size_limit(), len(text) + 1))
@@ -138,7 +142,7 @@ def reconciliation_with_raw(con: duckdb.DuckDBPyConnection, raw, revisions: list
     con.executemany("insert into _new values (?)", [[r] for r in revisions])
     counted = con.execute(
         """
-        select r.revision_digest, r.path, r.commit, r.content_digest,
+        select r.revision_digest, r.source, r.path, r.commit, r.content_digest,
                (select count(*) from fact_revision_member m where m.revision_digest = r.revision_digest)
              + (select count(*) from quarantined_row q where q.revision_digest = r.revision_digest)
         from dim_upstream_revision r semi join _new using (revision_digest)
@@ -146,8 +150,8 @@ def reconciliation_with_raw(con: duckdb.DuckDBPyConnection, raw, revisions: list
     ).fetchall()
     bad = [
         f"{path} @ {commit}: warehouse {n}, raw file {expected}"
-        for _, path, commit, content, n in counted
-        if n != (expected := raw_recount(raw.get(content)))
+        for _, source, path, commit, content, n in counted
+        if n != (expected := raw_recount(raw.get(content), source))
     ]
     return CheckOutcome("rows_match_raw_snapshot", "fact_revision_member", len(bad), bad[:5])
 

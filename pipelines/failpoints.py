@@ -1,21 +1,29 @@
 """Named failpoints, so tests can kill a refresh at an exact stage.
 
 ``LIGER_WAREHOUSE_FAILPOINT=<name>[:<n>]`` makes the process SIGKILL itself the n-th time (default
-the first) it reaches ``failpoint(name)``. Unset, a failpoint costs one dictionary lookup. This is
-the failpoint pattern of storage engines: the crash tests exercise the real code path, not a
-mock, and the variable is never set in production.
+the first) it reaches ``failpoint(name)``. ``LIGER_WAREHOUSE_PAUSE=<name>=<file>`` makes it
+stop there instead: it creates ``<file>.reached`` and waits until ``<file>`` exists, so a test
+can let another process act at that exact point (two hosts racing to publish). Unset, a
+failpoint costs two dictionary lookups. This is the failpoint pattern of storage engines: the
+crash tests exercise the real code path, not a mock, and the variables are never set in
+production.
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import time
+from pathlib import Path
 
 ENV = "LIGER_WAREHOUSE_FAILPOINT"
+PAUSE_ENV = "LIGER_WAREHOUSE_PAUSE"
 _hits: dict[str, int] = {}
 
 
 def failpoint(name: str) -> None:
+    if pause := os.environ.get(PAUSE_ENV):
+        _pause(name, pause)
     spec = os.environ.get(ENV)
     if not spec:
         return
@@ -28,3 +36,13 @@ def failpoint(name: str) -> None:
     _hits[name] = _hits.get(name, 0) + 1
     if _hits[name] >= int(nth or 1):
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _pause(name: str, spec: str) -> None:
+    # Names may hold ":" but never "=".
+    target, _, release = spec.partition("=")
+    if target != name:
+        return
+    Path(f"{release}.reached").touch()
+    while not os.path.exists(release):
+        time.sleep(0.05)

@@ -5,7 +5,12 @@ line becomes a record with its exact text and the text after it (so the file reb
 byte), every valid record becomes a ``fact_result`` row and every invalid one a
 ``quarantined_row`` with the reason. The source is ``import`` and the source key
 ``import:<name>``; importing a changed file under the same name is the next revision of that
-source, importing the same bytes again changes nothing.
+source, importing the same bytes again changes nothing. A source can be withdrawn: none of its
+revisions is head any more, so none of its results is current, and nothing is deleted.
+
+This module stages (``stage_import``, ``stage_withdrawal``); the ``imports`` job audits and
+publishes (pipelines/defs/imports). A change is worked out against pending writes and written
+only when it is valid, so a refused import and a dry run (``preview_import``) write nothing.
 
 Digests (the rule, also in docs/EXPORTS.md): a record carries four dimension digests, but not
 every identity field behind them (not which parameter was the x axis, the x label, the original
@@ -23,14 +28,13 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from types import SimpleNamespace
 from typing import Any
 
 import orjson
 
-from pipelines import checks
 from pipelines.catalog.gpus import gpu_slug
 from pipelines.digests import canonical_json, content_digest, digest, hex_part
 from pipelines.export.kernelindex import RULES, result_from_kernelindex
@@ -45,21 +49,62 @@ from pipelines.normalize.rows import (
 )
 from pipelines.store.generations import Generation, GenerationStore
 from pipelines.store.raw import RawStore
+from pipelines.store.storage import PendingWrites
 from pipelines.tables import SCHEMAS
 from pipelines.upstream.model import IMPORT, RevisionRef, UpstreamListing
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 _LINE = re.compile(r"(\r\n|\n|\r)")
+# What makes a line blank: ASCII whitespace, as for the audit's recount (``bytes.strip``); a
+# line of other spaces (U+00A0, U+3000) is a record, quarantined as not JSON.
+ASCII_SPACE = " \t\n\r\x0b\x0c"
 
 
 class ImportRejected(RuntimeError):
-    """The import would break the warehouse's integrity checks; nothing was published."""
+    """The import cannot be staged (not one valid record); nothing of it was written."""
+
+
+class UnknownImport(ValueError):
+    """No import source has that name."""
 
 
 def source_key(name: str) -> str:
     if not NAME.fullmatch(name):
         raise ValueError(f"import name must match {NAME.pattern}: {name!r}")
     return f"{IMPORT}:{name}"
+
+
+def import_ref(name: str, data: bytes) -> RevisionRef:
+    """The revision importing ``data`` as ``import:<name>`` is: its identity is the bytes'."""
+    return RevisionRef(source=IMPORT, path=source_key(name), commit=hex_part(content_digest(data)))
+
+
+def unchanged_by(gens: GenerationStore, name: str, data: bytes | None) -> str:
+    """Why importing ``data`` as ``import:<name>`` (or, ``data`` None, withdrawing that source)
+    would change nothing; "" when it would change something. Reads one small table."""
+    key = source_key(name)
+    rows = gens.read_table(gens.current(), "dim_upstream_revision").to_pylist()
+    digest_ = None if data is None else revision_digest(import_ref(name, data))
+    return _unchanged({r["revision_digest"]: r for r in rows}, key, digest_)
+
+
+def _unchanged(revisions: dict[str, dict], key: str, revision: str | None) -> str:
+    """Why importing ``revision`` of ``key`` (None: withdrawing ``key``) changes nothing.
+
+    An import source is withdrawn when it has revisions and none of them is head. The same
+    bytes again change nothing, unless the source is withdrawn: then they make it current."""
+    rows = [r for r in revisions.values() if r["source_key"] == key]
+    withdrawn = bool(rows) and not any(r["is_head"] for r in rows)
+    if revision is not None:
+        return "this file is already imported" if revision in revisions and not withdrawn else ""
+    if not rows:
+        names = sorted(
+            {r["source_key"].removeprefix(f"{IMPORT}:") for r in revisions.values() if r["source"] == IMPORT}
+        )
+        raise UnknownImport(
+            f"there is no import named {key.removeprefix(f'{IMPORT}:')!r}; imported: {', '.join(names) or 'none'}"
+        )
+    return "already withdrawn" if withdrawn else ""
 
 
 # -- the file: one record per non-blank line --------------------------------------------------
@@ -79,7 +124,7 @@ def split_ndjson(data: bytes, where: str) -> CsvFile:
     lead, records = "", []
     for i in range(0, len(pieces), 2):
         line, end = pieces[i], pieces[i + 1] if i + 1 < len(pieces) else ""
-        if line.strip():
+        if line.strip(ASCII_SPACE):
             records.append(Record(len(records) + 1, i // 2 + 1, line, end))
         elif records:  # a blank line belongs to the text after the record before it
             last = records[-1]
@@ -212,23 +257,42 @@ class KernelindexImporter(GenerationBuilder):
     def __init__(self, gens: GenerationStore, raw: RawStore, now: datetime | None = None) -> None:
         super().__init__(gens, raw, now)
         self.claims = Claims.load(gens, self.prior)
+        self.withdrawing: str | None = None
 
     def revision_ref(self, name: str, data: bytes) -> RevisionRef:
-        key = source_key(name)
-        seq = max((r["seq"] for r in self.revisions.values() if r["source_key"] == key), default=0)
-        return RevisionRef(
-            source=IMPORT,
-            path=key,
-            commit=hex_part(content_digest(data)),
+        ref = import_ref(name, data)
+        seq = max((r["seq"] for r in self.revisions.values() if r["source_key"] == ref.source_key), default=0)
+        return replace(
+            ref,
             seq=seq + 1,
             committed_at=self.now.isoformat() + "Z",
             message=f"liger-warehouse import kernelindex ({name})",
         )
 
-    def listing_with(self, ref: RevisionRef) -> UpstreamListing:
+    def listing_with(self, ref: RevisionRef | None = None) -> UpstreamListing:
         """What upstream listed at the last refresh, plus the import: nothing upstream changes."""
         listed = [_ref(row) for row in self.revisions.values() if row["is_upstream"]]
-        return UpstreamListing(revisions=[*listed, ref])
+        return UpstreamListing(revisions=[*listed, *([ref] if ref else [])])
+
+    def withdraw(self, key: str) -> Generation:
+        """Stage the generation in which no revision of ``key`` is head any more."""
+        self.withdrawing = key
+        gen = self.build(self.listing_with(), {})
+        assert gen is not None, "a withdrawal always changes the head of its source"
+        return gen
+
+    def _stays_head(self, row: dict) -> bool:
+        return super()._stays_head(row) and row["source_key"] != self.withdrawing
+
+    def _touched_sources(self, listed: dict[str, RevisionRef], pending: dict) -> set[str]:
+        touched = super()._touched_sources(listed, pending)
+        return touched | {self.withdrawing} if self.withdrawing else touched
+
+    def _summary_dict(self) -> dict:
+        summary = super()._summary_dict()
+        if self.withdrawing:
+            summary["withdrawn"] = self.withdrawing
+        return summary
 
     def _split(self, data: bytes, where: str) -> CsvFile:
         return split_ndjson(data, where)
@@ -263,45 +327,89 @@ def _ref(row: dict) -> RevisionRef:
     return RevisionRef(source=row["source"], path=row["path"], commit=row["commit"], run=row["run"], seq=row["seq"])
 
 
-# -- one import, end to end --------------------------------------------------------------------
+# -- one import or withdrawal, staged ------------------------------------------------------------
 
 
 @dataclass
 class ImportOutcome:
+    """What an import or a withdrawal stages, or would stage (a dry run)."""
+
     source_key: str
-    revision_digest: str
-    generation: str | None = None
+    generation: str | None = None  # the staged generation; None when nothing changes
+    unchanged: str = ""  # why nothing changes
+    revision_digest: str | None = None
     records: int = 0
     results_added: int = 0
     quarantined: int = 0
     reasons: list[str] = field(default_factory=list)
-    already_imported: bool = False
+    reinstated: bool = False  # a withdrawn source is current again
+    results_withdrawn: int = 0
+    new_digests: dict[str, list[str]] = field(default_factory=dict)  # table: digests first held
 
 
-def import_kernelindex(
-    gens: GenerationStore, raw: RawStore, data: bytes, name: str, now: datetime | None = None
-) -> ImportOutcome:
-    """Ingest one NDJSON file as source ``import:<name>``, audit the result and publish it.
+def stage_import(gens: GenerationStore, data: bytes, name: str, now: datetime | None = None) -> ImportOutcome:
+    """Ingest one NDJSON file as source ``import:<name>`` and stage the next generation; the
+    import job audits and publishes it.
 
-    Holds the warehouse's build lock (``RefreshBusy`` if a refresh is building). Raises
-    ``FileRejected`` for a file that is not NDJSON text and ``ImportRejected`` when the staged
-    generation fails an integrity check.
-    """
+    Holds the warehouse's build lock (``RefreshBusy`` if a refresh is building). Writes nothing
+    when it raises: ``FileRejected`` for a file that is not NDJSON text, ``ImportRejected``
+    when not one record is valid. The same bytes again change nothing, unless the source was
+    withdrawn: then they make it current again."""
     with gens.try_lock("build"):
-        builder = KernelindexImporter(gens, raw, now)
-        ref = builder.revision_ref(name, data)
-        outcome = ImportOutcome(ref.source_key, revision_digest(ref))
-        if outcome.revision_digest in builder.revisions:
-            outcome.already_imported = True
+        return _import(gens, data, name, now, commit=True)
+
+
+def preview_import(gens: GenerationStore, data: bytes, name: str, now: datetime | None = None) -> ImportOutcome:
+    """What ``stage_import`` would stage, raising what it would raise, writing nothing at all."""
+    return _import(gens, data, name, now, commit=False)
+
+
+def stage_withdrawal(gens: GenerationStore, name: str, now: datetime | None = None) -> ImportOutcome:
+    """Stage the generation in which source ``import:<name>`` is withdrawn: none of its
+    revisions is head, so none of its results is current. Its results, revisions and raw
+    snapshots stay; ``restatements`` shows the results as 'withdrawn'. Holds the build lock."""
+    key = source_key(name)
+    with gens.try_lock("build"):
+        pending, builder = _pending_builder(gens, now)
+        outcome = ImportOutcome(key, unchanged=_unchanged(builder.revisions, key, None))
+        if outcome.unchanged:
             return outcome
-        contents = {outcome.revision_digest: raw.put(ref, data)}
-        gen = builder.build(builder.listing_with(ref), contents)
-        if builder.summary.rejected or gen is None:
-            raise FileRejected((builder.summary.rejected or [f"{name}: nothing to import"])[0])
-        _carry_over(gens, builder.prior, gen)
-        _audit(gens, gen, outcome.revision_digest, data)
-        gens.publish(gen)
-    return _outcome(outcome, gens, gen)
+        gen = builder.withdraw(key)
+        _carry_over(builder.gens, builder.prior, gen)
+        outcome.generation = gen.id
+        outcome.results_withdrawn = builder.summary.removed + builder.summary.restated
+        pending.commit()
+    return outcome
+
+
+def _pending_builder(gens: GenerationStore, now: datetime | None) -> tuple[PendingWrites, KernelindexImporter]:
+    # Built against pending writes: a refused import or a dry run leaves no byte behind.
+    pending = PendingWrites(gens.storage)
+    return pending, KernelindexImporter(GenerationStore(pending), RawStore(pending), now)
+
+
+def _import(gens: GenerationStore, data: bytes, name: str, now: datetime | None, commit: bool) -> ImportOutcome:
+    pending, builder = _pending_builder(gens, now)
+    ref = builder.revision_ref(name, data)
+    outcome = ImportOutcome(ref.source_key, revision_digest=revision_digest(ref))
+    outcome.unchanged = _unchanged(builder.revisions, ref.source_key, outcome.revision_digest)
+    if outcome.unchanged:
+        return outcome
+    held = builder.revisions.get(outcome.revision_digest)
+    contents = {} if held else {outcome.revision_digest: builder.raw.put(ref, data)}
+    gen = builder.build(builder.listing_with(ref), contents)
+    if builder.summary.rejected:
+        raise FileRejected(builder.summary.rejected[0])
+    _carry_over(builder.gens, builder.prior, gen)
+    _describe(outcome, builder, gen, held)
+    if outcome.records == outcome.quarantined:
+        first = outcome.reasons[0] if outcome.reasons else "no record"
+        raise ImportRejected(
+            f"{ref.source_key}: no valid record among {outcome.records} ({_shorten(first)}); nothing was imported"
+        )
+    if commit:
+        pending.commit()
+    return outcome
 
 
 def _carry_over(gens: GenerationStore, prior: Generation, gen: Generation) -> None:
@@ -314,34 +422,33 @@ def _carry_over(gens: GenerationStore, prior: Generation, gen: Generation) -> No
         gens.stage(gen)
 
 
-def _audit(gens: GenerationStore, gen: Generation, revision: str, data: bytes) -> None:
-    failed = [o for o in checks.all_checks(gens, gen) if not o.passed]
-    if failed:
-        raise ImportRejected("; ".join(f"{o.table}.{o.name}: {o.examples[:2]}" for o in failed))
-    # Independent of split_ndjson: every non-blank line is accounted for.
-    lines = sum(1 for line in data.splitlines() if line.strip())  # bytes: \n, \r\n and \r only
-    con = checks.connect(gens, gen)
-    try:
-        held = con.execute(
-            "select row_count from dim_upstream_revision where revision_digest = ?", [revision]
-        ).fetchall()
-    finally:
-        con.close()
-    if held != [(lines,)]:
-        raise ImportRejected(f"the file has {lines} records, the staged revision {held}")
-
-
-def _outcome(outcome: ImportOutcome, gens: GenerationStore, gen: Generation) -> ImportOutcome:
-    summary = gen.summary
-    revision = summary["revisions"][0]  # the import is the only revision this build ingested
+def _describe(outcome: ImportOutcome, builder: KernelindexImporter, gen: Generation, held: dict | None) -> None:
+    gens, digest_ = builder.gens, outcome.revision_digest
+    if held is None:
+        revision = gen.summary["revisions"][0]  # the import is the only revision this build ingested
+        outcome.records, outcome.quarantined = revision["rows"], revision["quarantined"]
+        outcome.results_added = revision["new_results"]
+    else:
+        outcome.records, outcome.quarantined = held["row_count"], held["quarantined_count"]
+        outcome.reinstated = True
+    bad = gens.read_parts("quarantined_row", [p for p in gen.parts("quarantined_row") if p.key == digest_])
+    outcome.reasons = [f"line {r['line_number']}: {r['reason']}" for r in bad.to_pylist()]
     outcome.generation = gen.id
-    outcome.records = revision["rows"]
-    outcome.results_added = revision["new_results"]
-    outcome.quarantined = revision["quarantined"]
-    bad = gens.read_table(gen, "quarantined_row", ["revision_digest", "line_number", "reason"])
-    outcome.reasons = [
-        f"line {r['line_number']}: {r['reason']}"
-        for r in bad.to_pylist()
-        if r["revision_digest"] == outcome.revision_digest
-    ]
-    return outcome
+    outcome.new_digests = _new_digests(builder, gen, outcome.source_key)
+
+
+def _new_digests(builder: KernelindexImporter, gen: Generation, key: str) -> dict[str, list[str]]:
+    """Per table, the digests ``gen`` holds that the prior generation did not."""
+    new = {table: sorted(rows) for table, rows in builder.dims.new.items() if rows}
+
+    def results(g: Generation) -> set[str]:
+        parts = [p for p in g.parts("fact_result") if p.key == key]
+        return set(builder.gens.read_parts("fact_result", parts, ["result_digest"]).column(0).to_pylist())
+
+    if added := results(gen) - results(builder.prior):
+        new["fact_result"] = sorted(added)
+    return new
+
+
+def _shorten(text: str, limit: int = 160) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"

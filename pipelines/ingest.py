@@ -398,10 +398,14 @@ class GenerationBuilder:
         candidates = [
             (r["seq"], d)
             for d, r in self.revisions.items()
-            # An import is never listed by upstream, yet its newest revision stays its head.
-            if r["source_key"] == source_key and (d in listed or r["source"] == IMPORT)
+            if r["source_key"] == source_key and (d in listed or self._stays_head(r))
         ]
         return max(candidates)[1] if candidates else None
+
+    def _stays_head(self, row: dict) -> bool:
+        """Whether a revision that is not listed stays its source's head: an import, which
+        upstream never lists, until a newer import of it or its withdrawal."""
+        return row["source"] == IMPORT and row["is_head"]
 
     def _head_members(self, head: str, ingested: list[_Revision]) -> pl.Series:
         """The result digests of the head revision's members (repeats possible)."""

@@ -4,7 +4,8 @@
 -- the last one that showed it. The replacement is the result of the same series in that
 -- revision (the most recently observed one, if several); `reason` is 'replaced' when there is
 -- one, 'removed' when that revision dropped the series, and 'withdrawn' when no later revision
--- exists (upstream stopped listing the source, e.g. a deleted gh-pages run).
+-- exists (upstream stopped listing the source, e.g. a deleted gh-pages run, or the import was
+-- withdrawn: `liger-warehouse import withdraw`).
 create or replace view restatements as
 with revision as (
     select revision_digest, source_key, seq, coalesce(run, commit) as label, committed_at

@@ -1,23 +1,35 @@
 """Issue 4 acceptance, import side: an export imported back gives the same results and digests;
-bad records are quarantined with the reason and line, and the import rebuilds byte for byte."""
+bad records are quarantined with the reason and line, and the import rebuilds byte for byte.
+
+Issue 11: the import is a run of the ``imports`` Dagster job (stage, the blocking audits,
+publish, views) recorded in the instance; a file without one valid record publishes nothing;
+``--dry-run`` writes nothing; an import can be withdrawn and imported again."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
+import dagster as dg
 import pytest
 from typer.testing import CliRunner
 
 from pipelines.cli import app
+from pipelines.defs.schedules import LAUNCHED_BY
+from pipelines.defs.warehouse.checks import SPECS as AUDITS
+from pipelines.digests import digest
 from pipelines.import_kernelindex import split_ndjson
 from pipelines.store.generations import GenerationStore
 from pipelines.store.storage import Storage
 from tests.conftest import REFERENCE, env, refresh
 from tests.plain_duckdb import open_views
+from tests.reliability.published import dagster_home
 from tests.test_export_kernelindex import export_path
 
+VIEWS_ASSET = "liger_duckdb"
 VALUES = (
     "protocol_digest, workload_digest, environment_digest, implementation_digest, "
     "metric, unit, p20, p50, p80, observed_at, liger_version"
@@ -30,8 +42,17 @@ def _query(root: Path, sql: str) -> list[tuple]:
 
 
 def _cli(*args: str):
-    with env(LIGER_WAREHOUSE_DIR=None):
+    # Wide enough that rich never wraps a message the tests look for.
+    with env(LIGER_WAREHOUSE_DIR=None, COLUMNS="1000"):
         return CliRunner().invoke(app, list(args))
+
+
+@pytest.fixture(autouse=True)
+def instance(tmp_path) -> Iterator[Path]:
+    """The Dagster instance the CLI records its runs in: a fresh $DAGSTER_HOME per test."""
+    home = dagster_home(tmp_path / "dagster_home")
+    with env(DAGSTER_HOME=str(home)):
+        yield home
 
 
 @pytest.fixture
@@ -87,6 +108,7 @@ def _mixed_file(mirror_warehouse, path: Path) -> bytes:
             json.dumps(wrong_median).encode(),
             json.dumps(reference).encode(),
             good[1],
+            "\u00a0".encode(),  # not blank: only ASCII whitespace is (the audit's recount agrees)
             b"  ",
         ]
     )
@@ -94,16 +116,17 @@ def _mixed_file(mirror_warehouse, path: Path) -> bytes:
     return data
 
 
-def test_bad_records_are_quarantined_and_the_import_rebuilds_exactly(mirror_warehouse, copy_of, tmp_path):
+def test_bad_records_are_quarantined_and_the_import_rebuilds_exactly(mirror_warehouse, copy_of, tmp_path, instance):
     file = tmp_path / "mixed.ndjson"
     data = _mixed_file(mirror_warehouse, file)
     result = _cli("import", "kernelindex", str(file), "-w", str(copy_of))
     assert result.exit_code == 0, result.output
     reasons = _query(copy_of, "select line_number, reason from quarantined_row order by line_number")
-    assert [line for line, _ in reasons] == [4, 5, 6]
+    assert [line for line, _ in reasons] == [4, 5, 6, 9]
     assert reasons[0][1].startswith("not JSON")
     assert "$.run.apiVersion" in reasons[1][1]
     assert "do not follow from sourceNative.metrics" in reasons[2][1]
+    assert reasons[3][1].startswith("not JSON")
     assert _query(copy_of, "select count(*) from fact_result where source_key = 'import:mixed'") == [(3,)]
     # The file comes back byte for byte, bad lines and odd line breaks included.
     out = tmp_path / "rebuilt.ndjson"
@@ -113,8 +136,9 @@ def test_bad_records_are_quarantined_and_the_import_rebuilds_exactly(mirror_ware
     # Importing the same bytes again changes nothing.
     generation = GenerationStore(Storage(copy_of)).current_id()
     again = _cli("import", "kernelindex", str(file), "-w", str(copy_of))
-    assert again.exit_code == 0 and "already imported" in again.output
+    assert again.exit_code == 0 and "already imported; nothing changed" in again.output
     assert GenerationStore(Storage(copy_of)).current_id() == generation
+    assert len(_runs(instance)) == 1  # the second import needed no run
 
 
 def test_a_foreign_record_gets_digests_of_what_it_says(mirror_warehouse, copy_of, tmp_path):
@@ -158,6 +182,179 @@ def test_a_refresh_after_an_import_keeps_it(copy_of, tmp_path, fake_github):
     assert refresh(copy_of, fake_github).result.success
     assert GenerationStore(Storage(copy_of)).current_id() == generation
     assert _query(copy_of, "select count(*) from fact_result where source = 'import' and is_current") == [(2,)]
+
+
+# -- issue 11: a Dagster run; a refused file; a dry run; withdrawal ------------------------------
+
+
+def _lines(mirror_warehouse, n: int) -> list[bytes]:
+    """The first ``n`` records of the reference warehouse's export: valid, with verifiable claims."""
+    return export_path(mirror_warehouse.root).read_bytes().splitlines()[:n]
+
+
+def _tree(root: Path, skip: tuple[str, ...] = ()) -> dict[str, str]:
+    """Every directory and file under ``root``, files with the SHA-256 of their bytes."""
+    out = {}
+    for path in sorted(root.rglob("*")):
+        key = str(path.relative_to(root))
+        if not key.startswith(skip):
+            out[key] = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "dir"
+    return out
+
+
+def _said(output: str) -> list[str]:
+    """What a command printed, without its progress bars."""
+    return [line.strip() for line in output.splitlines() if line.strip() and "━" not in line]
+
+
+def _result_digests(lines: list[bytes], name: str) -> list[str]:
+    """The documented rule (docs/EXPORTS.md), recomputed: one result per distinct line."""
+    key = f"import:{name}"
+    return sorted({digest({"row": line.decode(), "source": "import", "source_key": key}) for line in lines})
+
+
+def _runs(home: Path) -> list[dg.DagsterRun]:
+    with env(DAGSTER_HOME=str(home)), dg.DagsterInstance.get() as dagster:
+        return [r.dagster_run for r in dagster.get_run_records(dg.RunsFilter(job_name="imports"))]
+
+
+def test_an_import_is_a_run_of_the_imports_job(mirror_warehouse, copy_of, tmp_path, instance):
+    file = tmp_path / "two.ndjson"
+    file.write_bytes(b"\n".join(_lines(mirror_warehouse, 2)) + b"\n")
+    result = _cli("import", "kernelindex", str(file), "-w", str(copy_of))
+    assert result.exit_code == 0, result.output
+    current = GenerationStore(Storage(copy_of)).current_id()
+    assert _said(result.output) == [
+        f"import:two: 2 records, 2 new results, 0 quarantined; published generation {current}"
+    ]
+    (run,) = _runs(instance)
+    assert run.status == dg.DagsterRunStatus.SUCCESS
+    assert run.run_config["ops"]["kernelindex_import"]["config"] == {"name": "two", "file": str(file.resolve())}
+    assert run.tags["liger-warehouse/refresh"] == "import"  # one writer at a time in the run queue
+    assert run.tags[LAUNCHED_BY] == "cli"
+    with env(DAGSTER_HOME=str(instance)), dg.DagsterInstance.get() as dagster:
+        # Lineage: the import, the tables it staged, the publish and the views, all from this run.
+        for key in (
+            "kernelindex_import",
+            "fact_result",
+            "dim_upstream_revision",
+            "published_generation",
+            "liger_duckdb",
+        ):
+            event = dagster.get_latest_materialization_event(dg.AssetKey(key))
+            assert event is not None and event.run_id == run.run_id, key
+        published = dagster.get_latest_materialization_event(dg.AssetKey("published_generation"))
+        assert published.asset_materialization.metadata["generation"].value == current
+        audits = [
+            e.dagster_event.event_specific_data
+            for e in dagster.all_logs(run.run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION)
+        ]
+    blocking = {e.asset_check_key.to_user_string(): e.passed for e in audits if e.blocking}
+    assert blocking == {spec.key.to_user_string(): True for spec in AUDITS}
+
+
+def test_a_file_without_a_valid_record_publishes_nothing(copy_of, tmp_path, instance):
+    file = tmp_path / "bad.ndjson"
+    file.write_bytes(b'{not json\n{"apiVersion": "kernelindex.dev/v1alpha1"}\n')
+    before = _tree(copy_of)
+    dry = _cli("import", "kernelindex", str(file), "--dry-run", "-w", str(copy_of))
+    assert dry.exit_code == 1
+    what, hint = _said(dry.output)
+    assert what.startswith("error: import:bad: no valid record among 2 (line 1: not JSON")
+    assert hint == "dry run: the import would publish nothing; nothing was written"
+    result = _cli("import", "kernelindex", str(file), "-w", str(copy_of))
+    assert result.exit_code == 1
+    what, hint = _said(result.output)
+    assert what.startswith("error: ImportRejected: import:bad: no valid record among 2 (line 1: not JSON")
+    assert hint == "the published warehouse is unchanged; run again with --debug for the trace"
+    # Not a byte of the warehouse changed: no generation, part, snapshot or ledger entry. Only the
+    # CLI's lock file may be new (its bytes are empty: it is a flock).
+    assert _tree(copy_of, skip=(".locks",)) == {k: v for k, v in before.items() if not k.startswith(".locks")}
+    (run,) = _runs(instance)
+    assert run.status == dg.DagsterRunStatus.FAILURE
+
+
+def test_dry_run_reports_what_would_change_and_writes_nothing(mirror_warehouse, copy_of, tmp_path, instance):
+    good = _lines(mirror_warehouse, 2)
+    file = tmp_path / "dry.ndjson"
+    file.write_bytes(good[0] + b"\n{not json\n" + good[1] + b"\n")
+    before = _tree(copy_of)
+    result = _cli("import", "kernelindex", str(file), "--dry-run", "-w", str(copy_of))
+    assert result.exit_code == 0, result.output
+    assert _tree(copy_of) == before  # not a byte, not even a lock file
+    assert _runs(instance) == []
+    summary, quarantined, added = _said(result.output)
+    assert summary == "dry run, nothing written: import:dry would get 3 records, 2 new results, 1 quarantined"
+    assert quarantined.startswith("quarantined line 2: not JSON")
+    expected = _result_digests(good, "dry")
+    # Every digest claim of an export holds, so no dimension row would be added.
+    assert added == f"would add 2 fact_result: {', '.join(expected)}"
+    # The import itself adds exactly that.
+    assert _cli("import", "kernelindex", str(file), "-w", str(copy_of)).exit_code == 0
+    held = _query(copy_of, "select result_digest from fact_result where source_key = 'import:dry'")
+    assert sorted(d for (d,) in held) == expected
+
+
+def _current(root: Path, name: str) -> list[str]:
+    rows = _query(root, f"select result_digest from fact_result where source_key = 'import:{name}' and is_current")
+    return sorted(d for (d,) in rows)
+
+
+def test_withdraw_keeps_history_and_an_import_makes_it_current_again(mirror_warehouse, copy_of, tmp_path):
+    lines = _lines(mirror_warehouse, 5)
+    first = tmp_path / "lab.ndjson"
+    first.write_bytes(b"\n".join(lines[:3]) + b"\n")
+    assert _cli("import", "kernelindex", str(first), "-w", str(copy_of)).exit_code == 0
+    gens = GenerationStore(Storage(copy_of))
+
+    result = _cli("import", "withdraw", "lab", "-w", str(copy_of))
+    assert result.exit_code == 0, result.output
+    assert _said(result.output) == [
+        f"import:lab withdrawn: 3 results no longer current; published generation {gens.current_id()}"
+    ]
+    # History stays: every result and the revision, no longer current, and the file rebuilds.
+    assert _query(copy_of, "select count(*) from fact_result where source_key = 'import:lab'") == [(3,)]
+    assert _current(copy_of, "lab") == []
+    revision = "select is_head, is_upstream from dim_upstream_revision where source_key = 'import:lab'"
+    assert _query(copy_of, revision) == [(False, False)]
+    restated = "select result_digest, reason, restated_in from restatements where source_key = 'import:lab'"
+    assert sorted(_query(copy_of, restated)) == [(d, "withdrawn", None) for d in _result_digests(lines[:3], "lab")]
+    out = tmp_path / "rebuilt.ndjson"
+    assert _cli("export", "liger-csv", "--path", "import:lab", "--out", str(out), "-w", str(copy_of)).exit_code == 0
+    assert out.read_bytes() == first.read_bytes()
+
+    withdrawn_in = gens.current_id()
+    again = _cli("import", "withdraw", "lab", "-w", str(copy_of))
+    assert again.exit_code == 0 and _said(again.output) == ["import:lab: already withdrawn; nothing changed"]
+    unknown = _cli("import", "withdraw", "nope", "-w", str(copy_of))
+    assert unknown.exit_code == 1
+    assert _said(unknown.output) == ["error: there is no import named 'nope'; imported: lab", "nothing changed"]
+    assert gens.current_id() == withdrawn_in
+    # Another import rewrites the revisions table: the withdrawal stays.
+    other = tmp_path / "other.ndjson"
+    other.write_bytes(lines[3] + b"\n")
+    assert _cli("import", "kernelindex", str(other), "-w", str(copy_of)).exit_code == 0
+    assert _current(copy_of, "lab") == [] and _query(copy_of, revision) == [(False, False)]
+
+    # The same file again makes the source current again.
+    back = _cli("import", "kernelindex", str(first), "-w", str(copy_of))
+    assert back.exit_code == 0, back.output
+    assert "(withdrawn before: current again)" in _said(back.output)[0]
+    assert _current(copy_of, "lab") == _result_digests(lines[:3], "lab")
+    assert _query(copy_of, restated) == []
+
+    # Withdrawn, then a changed file: it is the next revision, and only its records are current.
+    assert _cli("import", "withdraw", "lab", "-w", str(copy_of)).exit_code == 0
+    changed = tmp_path / "changed" / "lab.ndjson"
+    changed.parent.mkdir()
+    changed.write_bytes(b"\n".join([*lines[1:3], lines[4]]) + b"\n")
+    assert _cli("import", "kernelindex", str(changed), "-w", str(copy_of)).exit_code == 0
+    assert _current(copy_of, "lab") == _result_digests([*lines[1:3], lines[4]], "lab")
+    heads = "select seq, is_head from dim_upstream_revision where source_key = 'import:lab' order by seq"
+    assert _query(copy_of, heads) == [(1, False), (2, True)]
+    (gone,) = _query(copy_of, restated)
+    commit = hashlib.sha256(changed.read_bytes()).hexdigest()
+    assert gone[0] == _result_digests(lines[:1], "lab")[0] and gone[1] in ("removed", "replaced") and gone[2] == commit
 
 
 def test_split_keeps_every_byte():

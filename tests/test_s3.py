@@ -11,24 +11,30 @@ recovers.
 
 from __future__ import annotations
 
+import http.client
 import signal
 import socket
+import subprocess
+import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
+from pipelines import checks
 from pipelines.cli import app
 from pipelines.database import DATABASE, connect, fetch_database, open_duckdb
 from pipelines.store.generations import GenerationStore
-from pipelines.store.storage import Storage
+from pipelines.store.storage import Storage, WriteConflict
 from pipelines.tables import SCHEMAS
 from tests.conftest import env, refresh, require_mirror
 from tests.fake_github import FakeGitHub
 from tests.plain_duckdb import open_views
-from tests.reliability.published import cli_env, cli_refresh, dagster_home, step_failures
+from tests.reliability.published import cli_env, cli_refresh, cli_script, dagster_home, step_failures
 from tests.reliability.upstreams import AFTER, BEFORE, make_mirror
 
 pytestmark = pytest.mark.slow
@@ -239,3 +245,168 @@ def _recovers(run: Killed, after: FakeGitHub) -> None:
     assert gens.load(gens.current_id()).parent is not None
     assert _generation_in_views(run.root) == gens.current_id()
     assert not [k for k in Storage(run.root).list("") if ".tmp-" in k]
+
+
+# -- several hosts, one root: CURRENT is written with a conditional PUT (issue 11) -------------
+
+
+def test_the_s3_server_refuses_a_conditional_write_whose_condition_fails(s3):
+    storage = Storage(f"s3://{BUCKET}/conditional")
+    storage.probe_conditional_writes()
+    storage.write_if_unchanged("CURRENT", b"one\n", None)  # If-None-Match: *
+    with pytest.raises(WriteConflict):
+        storage.write_if_unchanged("CURRENT", b"two\n", None)
+    data, version = storage.read_versioned("CURRENT")
+    assert data == b"one\n"
+    storage.write_if_unchanged("CURRENT", b"two\n", version)  # If-Match: the ETag read
+    with pytest.raises(WriteConflict):
+        storage.write_if_unchanged("CURRENT", b"three\n", version)  # that ETag is stale now
+    assert storage.read_bytes("CURRENT") == b"two\n"
+
+
+def _host(tmp: Path, name: str, s3: dict[str, str], mirror: Path, **extra: str) -> dict[str, str]:
+    """The environment of a refresh on another host: its own Dagster instance, lock directory
+    (TMPDIR) and read cache; the same bucket and upstream."""
+    (tmp / name / "tmp").mkdir(parents=True)
+    settings = {
+        **s3,
+        "TMPDIR": str(tmp / name / "tmp"),
+        "LIGER_WAREHOUSE_CACHE_DIR": str(tmp / name / "cache"),
+        "LIGER_WAREHOUSE_UPSTREAM": str(mirror),
+        **extra,
+    }
+    return cli_env(dagster_home(tmp / name / "dagster"), **settings)
+
+
+def _wait_for(path: Path, proc: subprocess.Popen, timeout: float = 300) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        assert proc.poll() is None, f"the paused refresh exited early: {proc.communicate()}"
+        assert time.monotonic() < deadline, f"the refresh never reached {path.name}"
+        time.sleep(0.1)
+
+
+@pytest.mark.parametrize("first_publish", [True, False], ids=["first-publish", "next-publish"])
+def test_two_hosts_refreshing_one_root_never_both_publish(s3, tmp_path, first_publish):
+    """Host B passes its parent check, then stops before its PUT of CURRENT; host A refreshes
+    and publishes; B's conditional PUT (If-None-Match: * on an empty root, else If-Match the
+    ETag it checked) is refused. The host locks cannot help: they are in separate TMPDIRs."""
+    require_mirror()
+    root = f"s3://{BUCKET}/two-hosts-{'first' if first_publish else 'next'}"
+    before = None
+    if not first_publish:
+        assert refresh(root, upstream=str(make_mirror(tmp_path / "before", BEFORE))).result.success
+        before = GenerationStore(Storage(root)).current_id()
+    mirror = make_mirror(tmp_path / "after", AFTER)
+    release = tmp_path / "release-b"
+    paused = _host(tmp_path, "b", s3, mirror, LIGER_WAREHOUSE_PAUSE=f"publish={release}")
+    loser = subprocess.Popen(
+        [*cli_script(), "refresh", "--warehouse", root],
+        env=paused,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        _wait_for(Path(f"{release}.reached"), loser)
+        winner = subprocess.run(
+            [*cli_script(), "refresh", "--warehouse", root],
+            env=_host(tmp_path, "a", s3, mirror),
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        assert winner.returncode == 0, winner.stdout + winner.stderr
+        release.touch()
+        output, _ = loser.communicate(timeout=120)
+    finally:
+        if loser.poll() is None:
+            loser.kill()
+    storage = Storage(root)
+    gens = GenerationStore(storage)
+    current = gens.current()
+    assert loser.returncode == 1, output
+    assert (
+        f"generation {_staged_by_other(gens, current.id)} was built on {before or 'an empty warehouse'}, "
+        f"but another writer of {root} published {current.id} meanwhile" in output
+    )
+    assert "run the refresh again" in output
+    # The winner's generation is current, whole and audited; readers see it.
+    assert current.parent == before
+    assert _referenced(storage, current.id) <= set(storage.list(""))
+    assert [o for o in checks.all_checks(gens, current) if not o.passed] == []
+    assert _generation_in_views(root) == current.id
+    if before:
+        assert _referenced(storage, before) <= set(storage.list(""))
+    # The loser's generation is staged, built on the same parent, and referenced by nothing.
+    loser_gen = gens.load(_staged_by_other(gens, current.id))
+    assert loser_gen.parent == before
+
+
+def _staged_by_other(gens: GenerationStore, current: str) -> str:
+    """The one staged manifest that is neither current nor an ancestor of it."""
+    ancestors = set()
+    gen_id: str | None = current
+    while gen_id:
+        ancestors.add(gen_id)
+        gen_id = gens.load(gen_id).parent
+    staged = [k.removeprefix("generations/").removesuffix(".json") for k in gens.storage.list("generations")]
+    (other,) = [g for g in staged if g not in ancestors]
+    return other
+
+
+class _DropConditions(BaseHTTPRequestHandler):
+    """Forwards every request to the S3 server without If-Match / If-None-Match: an
+    S3-compatible store that ignores conditional writes."""
+
+    upstream: tuple[str, int]
+    protocol_version = "HTTP/1.1"  # answers "Expect: 100-continue", which botocore sends with a PUT
+
+    def _forward(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else None
+        dropped = {"if-match", "if-none-match", "host", "connection", "expect"}
+        headers = {k: v for k, v in self.headers.items() if k.lower() not in dropped}
+        conn = http.client.HTTPConnection(*self.upstream, timeout=30)
+        try:
+            conn.request(self.command, self.path, body=body, headers=headers)
+            response = conn.getresponse()
+            data = response.read()
+        finally:
+            conn.close()
+        self.send_response(response.status)
+        for key, value in response.getheaders():
+            if key.lower() not in ("connection", "transfer-encoding", "content-length"):
+                self.send_header(key, value)
+        length_header = response.getheader("Content-Length") if self.command == "HEAD" else None
+        self.send_header("Content-Length", length_header or str(len(data)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(data)
+
+    do_GET = do_PUT = do_POST = do_HEAD = do_DELETE = _forward
+
+    def log_message(self, format: str, *args: object) -> None:  # quiet
+        pass
+
+
+def test_a_store_that_ignores_conditional_writes_is_refused_before_publishing(s3, tmp_path):
+    require_mirror()
+    target = s3["LIGER_WAREHOUSE_S3_ENDPOINT"].removeprefix("http://").split(":")
+    handler = type("Handler", (_DropConditions,), {"upstream": (target[0], int(target[1]))})
+    proxy = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=proxy.serve_forever, daemon=True).start()
+    root = f"s3://{BUCKET}/no-conditions"
+    try:
+        with env(LIGER_WAREHOUSE_S3_ENDPOINT=f"http://127.0.0.1:{proxy.server_port}"):
+            built = refresh(root, upstream=str(make_mirror(tmp_path / "before", BEFORE)))
+            storage = Storage(root)
+            staged = storage.list("generations")
+            current = storage.exists("CURRENT")
+    finally:
+        proxy.shutdown()
+    assert not built.result.success
+    (message,) = step_failures(built.result)
+    assert "applied a PUT whose If-Match condition failed" in message and "nothing was published" in message
+    assert not current and len(staged) == 1  # staged and audited, never published

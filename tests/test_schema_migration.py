@@ -28,15 +28,22 @@ import pytest
 
 from pipelines.export import liger_csv
 from pipelines.export.records import connect
-from pipelines.import_kernelindex import import_kernelindex
+from pipelines.import_kernelindex import stage_import
 from pipelines.ingest import SchemaOutdated
 from pipelines.store.generations import Generation, GenerationStore
 from pipelines.store.raw import RawStore
 from pipelines.store.storage import Storage
 from tests import expected
-from tests.conftest import FAST_RETRIES, MIRROR, refresh
+from tests.conftest import FAST_RETRIES, MIRROR, env, refresh
 from tests.plain_duckdb import open_views
-from tests.reliability.published import Published, assert_still_there, contents, published, step_failures
+from tests.reliability.published import (
+    Published,
+    assert_still_there,
+    contents,
+    dagster_home,
+    published,
+    step_failures,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = REPO / "docs" / "SCHEMA.md"
@@ -361,8 +368,11 @@ def test_the_next_generation_carries_the_migration_over(migrated, tmp_path):
     assert CliRunner().invoke(app, args).exit_code == 0
     (exported,) = out.glob("*.ndjson")
     records.write_bytes(exported.read_bytes())
-    outcome = import_kernelindex(gens, RawStore(Storage(root)), records.read_bytes(), "cutile")
-    assert outcome.generation == gens.current_id() and outcome.results_added > 0
+    before = gens.current_id()
+    with env(DAGSTER_HOME=str(dagster_home(tmp_path / "dagster_home"))):
+        imported = CliRunner().invoke(app, ["import", "kernelindex", str(records), "-w", str(root)])
+    assert imported.exit_code == 0, imported.output
+    assert gens.load(gens.current_id()).parent == before
     # ... which keeps the migration record, and the imported copies have their originals' digests.
     assert sorted(gens.read_table(gens.current(), "digest_migration").to_pylist(), key=str) == table
     values = "protocol_digest, workload_digest, environment_digest, implementation_digest, series_digest"
@@ -378,7 +388,7 @@ def test_an_import_into_an_unmigrated_warehouse_is_refused(schema_one, tmp_path)
     gens = GenerationStore(Storage(root))
     line = b'{"not": "read"}\n'
     with pytest.raises(SchemaOutdated, match=r"schema version 1.*liger-warehouse refresh"):
-        import_kernelindex(gens, RawStore(Storage(root)), line, "early")
+        stage_import(gens, line, "early")
     assert gens.current_id() == before.current
 
 

@@ -6,17 +6,18 @@ import sys
 from pathlib import Path
 from typing import Annotated
 
+import dagster as dg
 import duckdb
 import typer
 
-from pipelines.cli.app import WarehouseOpt, app, console, warehouse_root
-from pipelines.database import build_database, database_path, publish_database
+from pipelines.cli.app import DEBUG_HINT, WarehouseOpt, app, console, print_error, warehouse_root
+from pipelines.cli.warehouse import root_cause, run_job
 from pipelines.export import liger_csv
 from pipelines.export.records import ResultFilter, UnsafeWhere, connect
 from pipelines.export.writer import InvalidRecord, atomic_output, write_records
-from pipelines.import_kernelindex import ImportOutcome, ImportRejected, import_kernelindex
-from pipelines.store.generations import Generation, GenerationStore, PublishConflict, RefreshBusy
-from pipelines.store.raw import RawStore
+from pipelines.import_kernelindex import ImportRejected, preview_import, source_key, unchanged_by
+from pipelines.ingest import SchemaOutdated
+from pipelines.store.generations import Generation, GenerationStore, RefreshBusy
 from pipelines.store.storage import Storage
 
 export_app = typer.Typer(help="Write warehouse data in other formats.", no_args_is_help=True)
@@ -118,34 +119,135 @@ def export_liger_csv(
 def import_kernelindex_file(
     file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="NDJSON of kernelindex records.")],
     name: Annotated[str | None, typer.Option(help="Source name: import:<name>. Default: the file's stem.")] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Report what the import would change; write nothing.")
+    ] = False,
     warehouse: WarehouseOpt = None,
 ) -> None:
-    """Add the records of FILE as source import:<name>; invalid records are quarantined."""
-    storage = Storage(warehouse_root(warehouse))
-    gens = GenerationStore(storage)
+    """Add the records of FILE as source import:<name>; invalid records are quarantined.
+
+    Runs the `imports` Dagster job in this process (stage, the blocking audits, publish, views)
+    and records it in the instance at $DAGSTER_HOME. A file without one valid record publishes
+    nothing. The same file again changes nothing, unless import:<name> was withdrawn: then it
+    is current again.
+
+    Exit status: 0 when imported or nothing to do; 1 when the file is refused or the run
+    failed; 3 when another refresh or import of the warehouse is running.
+    """
+    name = name or file.stem
+    gens = GenerationStore(Storage(warehouse_root(warehouse)))
+    data = file.read_bytes()
+    if dry_run:
+        _dry_run(gens, data, name)
+    elif not _nothing_to_do(gens, name, data):
+        _run_imports_job(gens, {"name": name, "file": str(file.resolve())})
+
+
+@import_app.command("withdraw")
+def withdraw_import(
+    name: Annotated[str, typer.Argument(help="The source name: import:<name>.")],
+    warehouse: WarehouseOpt = None,
+) -> None:
+    """Withdraw source import:<name>: its results stop being current and stay as history.
+
+    Publishes a generation in which no revision of the source is head (`restatements` shows its
+    results as 'withdrawn'); nothing is deleted. Importing a file under the same name again
+    makes the source current again. Runs the `imports` Dagster job like `import kernelindex`.
+    """
+    gens = GenerationStore(Storage(warehouse_root(warehouse)))
+    if not _nothing_to_do(gens, name, None):
+        _run_imports_job(gens, {"name": name, "withdraw": True})
+
+
+def _say(text: str, style: str | None = None) -> None:
+    # Source keys and reasons are data: "import:three:" is not an emoji, "[x]" not markup.
+    console.print(text, style=style, markup=False, emoji=False, highlight=False, soft_wrap=True)
+
+
+def _nothing_to_do(gens: GenerationStore, name: str, data: bytes | None) -> bool:
+    """Say so, and skip the run, when the import (or withdrawal) would change nothing."""
     try:
-        outcome = import_kernelindex(gens, RawStore(storage), file.read_bytes(), name or file.stem)
+        reason = unchanged_by(gens, name, data)
+    except ValueError as exc:  # a bad name, or no import of that name to withdraw
+        print_error(str(exc), "nothing changed")
+        raise typer.Exit(1) from None
+    if reason:
+        _say(f"{source_key(name)}: {reason}; nothing changed")
+    return bool(reason)
+
+
+def _run_imports_job(gens: GenerationStore, config: dict) -> None:
+    try:
+        lock = gens.try_lock("refresh")
     except RefreshBusy as exc:
         console.print(f"[red]{exc}[/red]")
         raise typer.Exit(3) from None
-    except (ValueError, ImportRejected, PublishConflict) as exc:  # FileRejected is a ValueError, as is a bad name
-        console.print(f"[red]{exc}[/red]")
+    with lock:
+        result, _ = run_job("imports", gens.storage, {"kernelindex_import": {"config": config}})
+    if not result.success:
+        kind, message = _failure(result)
+        print_error(message, f"the published warehouse is unchanged; {DEBUG_HINT}")
+        raise typer.Exit(3 if kind == RefreshBusy.__name__ else 1)
+    _print_outcome(result, withdrawn=config.get("withdraw", False))
+
+
+def _failure(result) -> tuple[str, str]:
+    """The class and message of what failed the run: a blocking audit, or a step's error."""
+    for evaluation in result.get_asset_check_evaluations():
+        if not evaluation.passed:
+            examples = evaluation.metadata.get("examples")
+            detail = examples.value.splitlines()[0].removeprefix("- ") if examples else ""
+            return "", f"audit {evaluation.asset_check_key.to_user_string()} failed: {detail}"
+    failures = [e for e in result.all_events if e.is_step_failure]
+    return root_cause(failures[0].event_specific_data.error) if failures else ("", "the imports run failed")
+
+
+def _print_outcome(result, withdrawn: bool) -> None:
+    """What the run did, from the metadata of its kernelindex_import event."""
+    node = "kernelindex_import"
+    events = [*result.asset_materializations_for_node(node), *result.asset_observations_for_node(node)]
+    (event,) = [e for e in events if e.asset_key == dg.AssetKey(node)]
+    meta = {key: value.value for key, value in event.metadata.items()}
+    key = meta["source_key"]
+    if meta["unchanged"]:
+        _say(f"{key}: {meta['unchanged']}; nothing changed")
+    elif withdrawn:
+        _say(
+            f"{key} withdrawn: {meta['results_withdrawn']} results no longer current; "
+            f"published generation {meta['generation']}"
+        )
+    else:
+        again = " (withdrawn before: current again)" if meta["reinstated"] else ""
+        _say(
+            f"{key}: {meta['records']} records, {meta['results_added']} new results, "
+            f"{meta['quarantined']} quarantined{again}; published generation {meta['generation']}"
+        )
+        _print_reasons(meta["quarantined_lines"], meta["quarantined"])
+
+
+def _print_reasons(reasons: list[str], total: int) -> None:
+    for reason in reasons[:10]:
+        _say(f"quarantined {reason}", "yellow")
+    if total > 10:
+        _say(f"… and {total - 10} more quarantined lines", "yellow")
+
+
+def _dry_run(gens: GenerationStore, data: bytes, name: str) -> None:
+    """What the import would change, worked out like the import itself, writing nothing."""
+    try:
+        outcome = preview_import(gens, data, name)
+    except (ValueError, ImportRejected, SchemaOutdated) as exc:  # FileRejected is a ValueError, as is a bad name
+        print_error(str(exc), "dry run: the import would publish nothing; nothing was written")
         raise typer.Exit(1) from None
-    if not outcome.already_imported:
-        gen = gens.current()
-        path = database_path(storage)
-        build_database(gens, gen, path)
-        publish_database(storage, path)
-    _print_import(outcome)
-
-
-def _print_import(outcome: ImportOutcome) -> None:
-    if outcome.already_imported:
-        console.print(f"{outcome.source_key}: this file is already imported; nothing changed")
+    if outcome.unchanged:
+        _say(f"{outcome.source_key}: {outcome.unchanged}; the import would change nothing")
         return
-    console.print(
-        f"{outcome.source_key}: {outcome.records} records, {outcome.results_added} new results, "
-        f"{outcome.quarantined} quarantined; generation {outcome.generation}"
+    again = " (withdrawn now: it would be current again)" if outcome.reinstated else ""
+    _say(
+        f"dry run, nothing written: {outcome.source_key} would get {outcome.records} records, "
+        f"{outcome.results_added} new results, {outcome.quarantined} quarantined{again}"
     )
-    for reason in outcome.reasons[:10]:
-        console.print(f"[yellow]quarantined {reason}[/yellow]")
+    _print_reasons(outcome.reasons, outcome.quarantined)
+    for table, digests in outcome.new_digests.items():
+        shown = ", ".join(digests[:5]) + (f", … ({len(digests) - 5} more)" if len(digests) > 5 else "")
+        _say(f"would add {len(digests)} {table}: {shown}")

@@ -60,21 +60,22 @@ def refresh(warehouse: WarehouseOpt = None, upstream: UpstreamOpt = None) -> Non
         raise typer.Exit(3) from None
     started = time.monotonic()
     with lock:
-        result, warnings = _run_refresh_job(gens.storage)
+        result, warnings = run_job("refresh", gens.storage)
     _print_refresh(gens, result, warnings, time.monotonic() - started)
     rejected = gens.current().summary.get("rejected", []) if result.success else []
     if not result.success or rejected:
         raise typer.Exit(1)
 
 
-def _run_config(storage: Storage) -> dict:
+def _run_config(storage: Storage, ops: dict | None) -> dict:
     """The warehouse root travels with the run, so the outputs run that the sensor starts after
     it writes to the same warehouse. Dagster's console log is left to --debug: the progress
-    bars and the summary say what happened, once."""
+    bars and the summary say what happened, once. ``ops``: the ops' own config, if any."""
     level = "DEBUG" if options.debug else "CRITICAL"
     return {
         "loggers": {"console": {"config": {"log_level": level}}},
         "resources": {"warehouse": {"config": {"root": storage.url}}},
+        **({"ops": ops} if ops else {}),
     }
 
 
@@ -92,15 +93,15 @@ def _said_once() -> Iterator[None]:
         logger.removeHandler(quiet)
 
 
-def _run_refresh_job(storage: Storage):
-    """Execute the ``refresh`` job in-process, with progress bars fed by its events; returns
-    the result and the run's warnings, each once."""
+def run_job(name: str, storage: Storage, ops: dict | None = None):
+    """Execute job ``name`` (``refresh``, ``imports``) in-process, with progress bars fed by its
+    events; returns the result and the run's warnings, each once."""
     from pipelines.cli.progress_view import RefreshProgress
     from pipelines.definitions import load
     from pipelines.defs.schedules import LAUNCHED_BY
 
     with dagster_instance() as instance:
-        job = load().resolve_job_def("refresh")
+        job = load().resolve_job_def(name)
         run_id = str(uuid.uuid4())  # chosen here so the listener is in place before the run starts
         with RefreshProgress(console, stages=len(job.graph.nodes)) as shown:
             instance.add_event_listener(run_id, shown.on_event)
@@ -108,7 +109,7 @@ def _run_refresh_job(storage: Storage):
                 result = job.execute_in_process(
                     instance=instance,
                     raise_on_error=False,
-                    run_config=_run_config(storage),
+                    run_config=_run_config(storage, ops),
                     run_id=run_id,
                     tags={LAUNCHED_BY: "cli"},
                 )
@@ -116,7 +117,7 @@ def _run_refresh_job(storage: Storage):
     return result, shown.warnings
 
 
-def _root_cause(error) -> tuple[str, str]:
+def root_cause(error) -> tuple[str, str]:
     """The innermost error (Dagster wraps ours in "Error occurred while executing op …") as its
     class name and the first line of its message, without the module path."""
     while error.cause is not None:
@@ -128,7 +129,7 @@ def _root_cause(error) -> tuple[str, str]:
 def _print_refresh(gens: GenerationStore, result, warnings: list[str], seconds: float) -> None:
     if not result.success:
         failures = [e for e in result.all_events if e.is_step_failure]
-        causes = [_root_cause(e.event_specific_data.error) for e in failures]
+        causes = [root_cause(e.event_specific_data.error) for e in failures]
         what = "; ".join(f"step {e.step_key} failed: {why}" for e, (_, why) in zip(failures, causes, strict=True))
         offline = any(cls == "UpstreamUnreachable" for cls, _ in causes)
         unchanged = f"the published warehouse is unchanged ({seconds:.1f}s)"

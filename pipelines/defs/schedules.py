@@ -30,10 +30,11 @@ def refresh_executor() -> dg.ExecutorDefinition:
 
 
 OUTPUTS = dg.AssetSelection.groups("exports", "report")
+IMPORTS = dg.AssetSelection.groups("imports")  # the import job's own first step
 
 refresh_job = dg.define_asset_job(
     "refresh",
-    selection=dg.AssetSelection.all() - OUTPUTS,
+    selection=dg.AssetSelection.all() - OUTPUTS - IMPORTS,
     description="Pull every new upstream revision, publish the next generation and rebuild the views.",
     tags={**REFRESH_TAGS, LAUNCHED_BY: "manual"},
     executor_def=refresh_executor(),

@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 from filelock import FileLock, Timeout
 
 from pipelines.failpoints import failpoint
-from pipelines.store.storage import Storage
+from pipelines.store.storage import Storage, WriteConflict
 from pipelines.tables import SCHEMA_VERSION, SCHEMAS, TABLES, empty
 
 POINTER = "CURRENT"
@@ -35,6 +35,28 @@ class PublishConflict(RuntimeError):
 
 class RefreshBusy(RuntimeError):
     """Another refresh holds the warehouse lock."""
+
+
+class HeldLock:
+    """A lock already acquired. Its ``with`` releases it without acquiring it again: a
+    ``FileLock``'s own ``with`` would count a second hold and leave the first one held until
+    garbage collection."""
+
+    def __init__(self, lock: FileLock) -> None:
+        self.lock = lock
+
+    @property
+    def lock_file(self) -> str:
+        return self.lock.lock_file
+
+    def release(self) -> None:
+        self.lock.release()
+
+    def __enter__(self) -> HeldLock:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
 
 
 @dataclass
@@ -102,16 +124,39 @@ class GenerationStore:
         self.storage.write_text(self._manifest_key(gen.id), gen.to_json())
 
     def publish(self, gen: Generation) -> None:
-        """Make ``gen`` current, if nobody published since it was built on its parent."""
+        """Make ``gen`` current, if nobody published since it was built on its parent.
+
+        A local root is guarded by the host's publish lock around the parent check and the
+        write. On S3 another host may publish in between, so the write of ``CURRENT`` is
+        conditional on the version that was checked (``If-Match`` its ETag, ``If-None-Match``
+        on the first publish); a store that ignores the condition is refused before anything
+        is written (``ConditionalWritesUnsupported``)."""
         with self.lock("publish"):
-            current = self.current_id()
-            if (current or None) != (gen.parent or None):
-                raise PublishConflict(
-                    f"generation {gen.id} was built on {gen.parent or 'an empty warehouse'}, "
-                    f"but {current} was published meanwhile; run the refresh again"
-                )
+            if self.storage.is_local:
+                self._check_parent(gen, self.current_id())
+                failpoint("publish")
+                self.storage.write_text(POINTER, gen.id + "\n")
+                return
+            self.storage.probe_conditional_writes()
+            pointer, version = self.storage.read_versioned(POINTER)
+            self._check_parent(gen, pointer.decode("utf-8").strip() if pointer else None)
             failpoint("publish")
-            self.storage.write_text(POINTER, gen.id + "\n")
+            try:
+                self.storage.write_if_unchanged(POINTER, (gen.id + "\n").encode("utf-8"), version)
+            except WriteConflict:
+                raise PublishConflict(
+                    f"generation {gen.id} was built on {gen.parent or 'an empty warehouse'}, but "
+                    f"another writer of {self.storage.url} published {self.current_id()} meanwhile "
+                    "(CURRENT changed under the conditional write); run the refresh again"
+                ) from None
+
+    @staticmethod
+    def _check_parent(gen: Generation, current: str | None) -> None:
+        if (current or None) != (gen.parent or None):
+            raise PublishConflict(
+                f"generation {gen.id} was built on {gen.parent or 'an empty warehouse'}, "
+                f"but {current} was published meanwhile; run the refresh again"
+            )
 
     def lock(self, name: str, timeout: float = -1) -> FileLock:
         """A host-wide lock on this warehouse, released by the OS if its holder dies."""
@@ -123,7 +168,8 @@ class GenerationStore:
         os.makedirs(lock_dir, exist_ok=True)
         return FileLock(os.path.join(lock_dir, f"{name}.lock"), timeout=timeout)
 
-    def try_lock(self, name: str) -> FileLock:
+    def try_lock(self, name: str) -> HeldLock:
+        """The lock ``name`` now, or ``RefreshBusy``; ``with`` it (or ``release()``) to let go."""
         lock = self.lock(name, timeout=0)
         try:
             lock.acquire()
@@ -131,7 +177,7 @@ class GenerationStore:
             raise RefreshBusy(
                 f"another refresh of {self.storage.url} is running (lock {lock.lock_file}); wait for it to finish"
             ) from None
-        return lock
+        return HeldLock(lock)
 
     def write_part(self, table: str, key: str, name: str, data: pa.Table) -> Part:
         """Write one immutable Parquet part of ``table``."""
@@ -165,7 +211,7 @@ class GenerationStore:
         return self.read_parts(table, gen.parts(table), columns)
 
     def _read(self, file: str, columns: list[str] | None) -> pa.Table:
-        with self.storage.fs.open(f"{self.storage.root}/{file}", "rb") as handle:
+        with self.storage.open(file) as handle:
             return pq.read_table(handle, columns=columns)
 
     def part_uris(self, gen: Generation, table: str) -> list[str]:

@@ -37,28 +37,37 @@ def _table_specs() -> list[dg.AssetSpec]:
 def column_schema(table: str) -> dg.TableSchema:
     return dg.TableSchema(
         columns=[
-            dg.TableColumn(f.name, str(f.type), description=column_description(table, f.name)) for f in SCHEMAS[table]
+            dg.TableColumn(f.name, str(f.type), description=column_description(table, f.name))
+            for f in SCHEMAS[table]
         ]
     )
 
 
-def _table_results(gen: Generation, prior: Generation, extra: dict[str, dict]) -> list[dg.MaterializeResult]:
-    """One materialization per table: each is a new version, even when all its parts are reused."""
-    results = []
+def table_metadata(gen: Generation, prior: Generation) -> dict[str, dict]:
+    """Per ingested table, the metadata of its version in ``gen``: rows, columns, parts."""
+    metadata = {}
     for table in INGESTED:
         # A set: a long history has thousands of parts, and a list scan per part is quadratic.
         prior_files = {p.file for p in prior.parts(table)}
         new_parts = [p for p in gen.parts(table) if p.file not in prior_files]
-        metadata = {
+        metadata[table] = {
             "dagster/row_count": gen.rows(table),
             "dagster/column_schema": column_schema(table),
             "generation": gen.id,
             "parts_written": len(new_parts),
             "parts_total": len(gen.parts(table)),
-            **extra.get(table, {}),
         }
-        results.append(dg.MaterializeResult(asset_key=table, metadata=metadata))
-    return results
+    return metadata
+
+
+def _table_results(
+    gen: Generation, prior: Generation, extra: dict[str, dict]
+) -> list[dg.MaterializeResult]:
+    """One materialization per table: each is a new version, even when all its parts are reused."""
+    return [
+        dg.MaterializeResult(asset_key=table, metadata={**metadata, **extra.get(table, {})})
+        for table, metadata in table_metadata(gen, prior).items()
+    ]
 
 
 def revisions_metadata(summary: dict, upstream: UpstreamResource) -> dg.MetadataValue:

@@ -17,7 +17,8 @@ MANIFEST_SCHEMA = dg.TableSchema(
 )
 
 
-@dg.asset(group_name="warehouse", kinds={"parquet"}, deps=list(SCHEMAS))
+# The staged generation comes from the tables (a refresh) or from kernelindex_import (an import).
+@dg.asset(group_name="warehouse", kinds={"parquet"}, deps=[*SCHEMAS, "kernelindex_import"])
 def published_generation(
     context: dg.AssetExecutionContext, warehouse: WarehouseResource, upstream: UpstreamResource
 ) -> dg.MaterializeResult:
