@@ -24,6 +24,7 @@ from pipelines.digests import digest
 from pipelines.import_kernelindex import split_ndjson
 from pipelines.store.generations import GenerationStore
 from pipelines.store.storage import Storage
+from pipelines.tables import DERIVED
 from tests.conftest import REFERENCE, env, refresh
 from tests.plain_duckdb import open_views
 from tests.reliability.published import dagster_home
@@ -251,6 +252,14 @@ def test_an_import_is_a_run_of_the_imports_job(mirror_warehouse, copy_of, tmp_pa
         ]
     blocking = {e.asset_check_key.to_user_string(): e.passed for e in audits if e.blocking}
     assert blocking == {spec.key.to_user_string(): True for spec in AUDITS}
+    # The generation it published carries derived tables of its own facts, the import's included.
+    gen = GenerationStore(Storage(copy_of)).current()
+    assert all(gen.parts(table) for table in DERIVED)
+    with open_views(copy_of / "liger.duckdb") as con:
+        missing = con.execute(
+            "select count(distinct series_digest) from fact_result anti join dim_series using (series_digest)"
+        )
+        assert missing.fetchone()[0] == 0
 
 
 def test_a_file_without_a_valid_record_publishes_nothing(copy_of, tmp_path, instance):
