@@ -54,14 +54,18 @@ measured as (
     left join own as o using (series_digest)
     left join sweep as w using (sweep_key)
 ),
--- What similar series show: the median over series with a history worth the name.
-pooled as (
-    select
-        metric,
-        is_liger,
-        median(residual_spread) filter (where history >= verdict_rule().min_history and not alone) as residual_pool,
-        median(sweep_spread) filter (where sweep_history >= verdict_rule().min_history) as sweep_pool
+-- What similar series show: the median over series, and over sweeps, with a history worth the
+-- name. A sweep counts once in its pool, however many workloads it has.
+residual_pool as (
+    select metric, is_liger, median(residual_spread) as residual_pool
     from measured
+    where history >= verdict_rule().min_history and not alone
+    group by metric, is_liger
+),
+sweep_pool as (
+    select metric, is_liger, median(sweep_spread) as sweep_pool
+    from (select distinct sweep_key, metric, is_liger, sweep_history, sweep_spread from measured)
+    where sweep_history >= verdict_rule().min_history
     group by metric, is_liger
 ),
 shrunk as (
@@ -71,21 +75,22 @@ shrunk as (
         m.residual_spread,
         m.sweep_spread,
         m.sweep_history,
-        p.residual_pool,
-        p.sweep_pool,
+        rp.residual_pool,
+        sp.sweep_pool,
         case
             when m.alone then 0.0
             else sqrt(
-                (m.history * coalesce(m.residual_spread, 0) ^ 2 + verdict_rule().prior_steps * coalesce(p.residual_pool, 0) ^ 2)
+                (m.history * coalesce(m.residual_spread, 0) ^ 2 + verdict_rule().prior_steps * coalesce(rp.residual_pool, 0) ^ 2)
                 / (m.history + verdict_rule().prior_steps)
             )
         end as residual_noise,
         sqrt(
-            (coalesce(m.sweep_history, 0) * coalesce(m.sweep_spread, 0) ^ 2 + verdict_rule().prior_steps * coalesce(p.sweep_pool, 0) ^ 2)
+            (coalesce(m.sweep_history, 0) * coalesce(m.sweep_spread, 0) ^ 2 + verdict_rule().prior_steps * coalesce(sp.sweep_pool, 0) ^ 2)
             / (coalesce(m.sweep_history, 0) + verdict_rule().prior_steps)
         ) as sweep_noise
     from measured as m
-    left join pooled as p using (metric, is_liger)
+    left join residual_pool as rp using (metric, is_liger)
+    left join sweep_pool as sp using (metric, is_liger)
 )
 select
     series_digest,
