@@ -11,6 +11,7 @@
 create or replace macro compare_versions(base, head, threshold := null) as table
 select
     * exclude (base, head),
-    base as base_version,
-    head as head_version
-from comparison('build', build_name(base), build_name(head), coalesce(threshold, regression_threshold()));
+    -- the builds the names resolved to (qualified: a bare `base` is the macro's argument)
+    c.base as base_version,
+    c.head as head_version
+from comparison('build', build_name(base), build_name(head), coalesce(threshold, regression_threshold())) as c;
