@@ -11,7 +11,9 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
+from tests.expected import Mirror, canonical_config, read_mirror
 from tests.fake_github import FakeGitHub
+from tests.plain_duckdb import open_views
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 MIRROR = SHARED / "upstream" / "liger-kernel"
@@ -74,6 +76,12 @@ def refresh(
 
 
 @pytest.fixture(scope="session")
+def mirror() -> Mirror:
+    """The upstream mirror as tests/expected.py reads it (csv + gzip, nothing from the project)."""
+    return read_mirror(require_mirror())
+
+
+@pytest.fixture(scope="session")
 def fake_github() -> Iterator[FakeGitHub]:
     with FakeGitHub(require_mirror()) as fake:
         yield fake
@@ -87,3 +95,23 @@ def mirror_warehouse(tmp_path_factory: pytest.TempPathFactory, fake_github: Fake
     built.outputs = refresh(built.root, fake_github, job="outputs").result
     assert built.outputs.success, "the outputs job after the reference refresh failed"
     return built
+
+
+def series_keys(database: Path) -> dict[str, tuple]:
+    """series_digest -> the plain-Python series key of tests/expected.py (``Row.series``)."""
+    with open_views(database) as con:
+        rows = con.execute(
+            """select distinct r.series_digest, r.kernel, r.mode, r.provider, r.backend, r.metric, r.unit, r.gpu,
+                      r.x_name, r.x_label, r.x_value, r.config_json, p.harness
+               from results as r
+               join fact_result using (result_digest)
+               join dim_protocol as p using (protocol_digest)"""
+        ).fetchall()
+    keys = {digest: (*fields, canonical_config(config), harness) for digest, *fields, config, harness in rows}
+    assert len(set(keys.values())) == len(keys), "one series key per digest"
+    return keys
+
+
+@pytest.fixture(scope="session")
+def warehouse_series(mirror_warehouse: Refreshed) -> dict[str, tuple]:
+    return series_keys(mirror_warehouse.database)

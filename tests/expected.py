@@ -1,8 +1,8 @@
 """Expected answers of the analytic views, computed in plain Python from the raw mirror CSVs.
 
-Nothing here imports the project: rows are read with csv + gzip, versions ordered with
-``packaging`` and verdicts written out from the issue's definition, so a test that compares
-these with the views checks the SQL against an independent reading of upstream.
+Nothing here imports the project: rows are read with csv + gzip and versions ordered with
+``packaging``, so a test that compares these with the views checks the SQL against an
+independent reading of upstream. The verdict rule is recomputed in tests/expected_verdicts.py.
 """
 
 from __future__ import annotations
@@ -27,8 +27,6 @@ BACKEND_BY_STEM = {
     "all_benchmark_data_cutedsl": "cutedsl",
     "all_benchmark_data_cutile": "cutile",
 }
-LOWER_IS_BETTER = {"ms", "mb"}
-THRESHOLD = 0.05
 
 
 def _number(text: str) -> int | float:
@@ -37,6 +35,7 @@ def _number(text: str) -> int | float:
     return int(value) if value.is_integer() else value
 
 
+@cache
 def canonical_config(text: str) -> str:
     """The benchmark config as sorted compact JSON; a blank field is an empty config."""
     value = json.loads(text, parse_float=_number) if text.strip() else {}
@@ -175,39 +174,6 @@ def read_mirror(mirror: Path) -> Mirror:
     for seq, run in enumerate(runs, start=1):
         rows = [Row(run, None, f) for f in _rows(mirror / "gh-pages" / "benchmarks" / run / "benchmark.csv.gz")]
         out.sources[run] = [Revision(run, run, seq, rows)]
-    return out
-
-
-@cache
-def version_points(mirror: Mirror) -> dict[tuple, dict[str, Row]]:
-    """series -> version -> the most recently observed result of that version."""
-    points: dict[tuple, dict[str, Row]] = defaultdict(dict)
-    for row in mirror.results():
-        held = points[row.series].get(row.version)
-        if held is None or row.observed > held.observed:
-            points[row.series][row.version] = row
-    return points
-
-
-def verdict(base: Row, head: Row, threshold: float = THRESHOLD) -> str:
-    """The issue's rule: beyond the threshold and no overlap of the p20-p80 bands."""
-    b20, b50, b80 = base.quantiles()
-    h20, h50, h80 = head.quantiles()
-    if h20 <= b80 and b20 <= h80:
-        return "unchanged"
-    if abs(h50 / b50 - 1) <= threshold:
-        return "unchanged"
-    worse = h50 > b50 if base.get("metric_unit").lower() in LOWER_IS_BETTER else h50 < b50
-    return "regression" if worse else "improvement"
-
-
-def compare(mirror: Mirror, base: str, head: str, threshold: float = THRESHOLD) -> dict[tuple, tuple]:
-    """series -> (base p50, head p50, verdict) for every series with a result in both versions."""
-    out = {}
-    for series, by_version in version_points(mirror).items():
-        if base in by_version and head in by_version:
-            b, h = by_version[base], by_version[head]
-            out[series] = (b.quantiles()[1], h.quantiles()[1], verdict(b, h, threshold))
     return out
 
 

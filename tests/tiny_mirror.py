@@ -1,7 +1,8 @@
 """A small upstream mirror written from scratch, in the layout of ../shared/upstream/liger-kernel.
 
-For cases the real mirror lacks: pre-release versions, a release run of a pre-release and a
-main-branch row that a later commit re-measures.
+For cases the real mirror lacks: pre-release versions, a release run of a pre-release, a
+main-branch row that a later commit re-measures, and run histories whose verdicts can be
+worked out by hand.
 """
 
 from __future__ import annotations
@@ -31,12 +32,22 @@ HEADER = (
 )
 GPU = "NVIDIA H100 80GB HBM3"
 CONFIG = '{"B": 8, "T": 2048}'
+UNITS = {"speed": "ms", "memory": "MB"}
 
 
-def row(provider: str, p50: float, version: str, stamp: str, kernel: str = "rms_norm") -> list[str]:
-    """One speed row of ``kernel`` at H=4096 with a tight band around ``p50``."""
+def row(
+    provider: str,
+    p50: float,
+    version: str,
+    stamp: str,
+    kernel: str = "rms_norm",
+    *,
+    hidden: int = 4096,
+    metric: str = "speed",
+) -> list[str]:
+    """One ``metric`` row of ``kernel`` at H=``hidden`` with a tight band around ``p50``."""
     band = (p50 * 0.99, p50 * 1.01)
-    return [kernel, provider, "forward", "speed", "ms", "H", "hidden size", "4096",
+    return [kernel, provider, "forward", metric, UNITS[metric], "H", "hidden size", str(hidden),
             repr(p50), repr(band[0]), repr(band[1]), CONFIG, GPU, stamp, version]  # fmt: skip
 
 

@@ -1,0 +1,420 @@
+"""Issue 12: the warehouse's verdicts against an independent recomputation of the rule in
+docs/VERDICTS.md (tests/expected_verdicts.py), on the whole mirror and on small histories whose
+verdicts are worked out by hand below."""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from collections.abc import Callable
+from itertools import pairwise
+from pathlib import Path
+from statistics import NormalDist
+
+import pytest
+
+from tests import expected
+from tests import expected_verdicts as ev
+from tests.conftest import refresh, series_keys
+from tests.plain_duckdb import open_views
+from tests.tiny_mirror import row, write_mirror
+
+EVIDENCE = ("change", "drift", "adjusted_change", "sweep_change", "noise", "z", "detectable_change")
+
+
+def _query(db: Path, sql: str, params: object = None) -> list[dict]:
+    with open_views(db) as con:
+        cursor = con.execute(sql, params)
+        names = [d[0] for d in cursor.description]
+        return [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]
+
+
+def _agree(got: object, want: object) -> bool:
+    if isinstance(want, float) and isinstance(got, float):
+        return math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-12)
+    return got == want
+
+
+def assert_agree(got: dict, want: dict) -> None:
+    """The same keys, and every value of every row the same (numbers to 1e-9 relative)."""
+    missing, extra = want.keys() - got.keys(), got.keys() - want.keys()
+    assert not missing and not extra, f"{len(missing)} rows missing, e.g. {list(missing)[:3]}; {len(extra)} extra"
+    wrong = [
+        (key, column, got[key][column], value)
+        for key, columns in want.items()
+        for column, value in columns.items()
+        if not _agree(got[key][column], value)
+    ]
+    assert not wrong, f"{len(wrong)} values differ, e.g. (row, column, warehouse, recomputed): {wrong[:5]}"
+
+
+def _keyed(rows: list[dict], key: Callable[[dict], object]) -> dict:
+    out = {key(r): r for r in rows}
+    assert len(out) == len(rows), "one row per key"
+    return out
+
+
+def comparison_row(judged: ev.Judged) -> dict:
+    """A recomputed comparison row in the columns of `compare_runs`, `compare_versions` and `regressions`."""
+    return {
+        "base_p50": judged.base.p50,
+        "head_p50": judged.head.p50,
+        **{column: getattr(judged, column) for column in EVIDENCE},
+        "verdict": judged.verdict,
+        "history": judged.history,
+        "base_runs": judged.base.runs,
+        "head_runs": judged.head.runs,
+        "base_sources": list(judged.base.sources),
+        "head_sources": list(judged.head.sources),
+    }
+
+
+def _comparison(db: Path, series: dict, sql: str) -> dict:
+    return _keyed(_query(db, sql), lambda r: series[r["series_digest"]])
+
+
+def _regressions(db: Path, series: dict) -> dict:
+    rows = _query(db, "select * from regressions")
+    return _keyed(rows, lambda r: (series[r["series_digest"]], r["base_version"], r["head_version"]))
+
+
+def _want_regressions(mirror: expected.Mirror) -> dict:
+    return {key: comparison_row(judged) for key, judged in ev.regressions(mirror).items()}
+
+
+def _series_noise(db: Path, series: dict) -> dict:
+    return _keyed(_query(db, "select * from series_noise"), lambda r: series[r["series_digest"]])
+
+
+def _want_series_noise(mirror: expected.Mirror) -> dict:
+    return {
+        s: {
+            "history": n.history,
+            "residual_spread": n.residual_spread,
+            "sweep_spread": n.sweep_spread,
+            "sweep_history": n.sweep_history,
+            "residual_noise": n.residual_noise,
+            "sweep_noise": n.sweep_noise,
+            "noise": n.noise,
+            "detectable_change": n.detectable_change,
+        }
+        for s, n in ev.series_noise(mirror).items()
+    }
+
+
+def _build_points(db: Path, series: dict) -> dict:
+    rows = _query(db, "select series_digest, build, p20, p50, p80, runs, sources from version_points")
+    return _keyed(rows, lambda r: (series[r["series_digest"]], r["build"]))
+
+
+def _want_build_points(mirror: expected.Mirror) -> dict:
+    return {
+        (s, build): {"p20": p.p20, "p50": p.p50, "p80": p.p80, "runs": p.runs, "sources": list(p.sources)}
+        for build, side in ev.build_points(mirror).items()
+        for s, p in side.items()
+    }
+
+
+def _speedups(db: Path) -> dict:
+    """Keyed by (source, Liger row, baseline row), the rows as upstream wrote them."""
+    texts = _query(db, "select result_digest, source_key, row_text from fact_result")
+    shown = {r["result_digest"]: (r["source_key"], tuple(next(csv.reader(io.StringIO(r["row_text"]))))) for r in texts}
+    rows = _query(db, "select * from speedups")
+    return _keyed(rows, lambda r: (*shown[r["liger_result_digest"]], shown[r["baseline_result_digest"]][1]))
+
+
+def _want_speedups(mirror: expected.Mirror) -> dict:
+    noise = ev.speedup_noise(mirror)
+    out = {}
+    for shown in ev.speedups(mirror):
+        level = noise[shown.pairing].noise
+        out[(shown.source, shown.liger.fields, shown.baseline.fields)] = {
+            "speedup": shown.speedup,
+            "speedup_noise": level,
+            "winner": ev.winner(shown.speedup, level, 1),
+        }
+    return out
+
+
+def _speedup_history(db: Path, series: dict) -> dict:
+    rows = _query(db, "select * from speedup_history")
+    return _keyed(
+        rows,
+        lambda r: (ev.Pairing(series[r["liger_series_digest"]], series[r["baseline_series_digest"]]), r["build"]),
+    )
+
+
+def _want_speedup_history(mirror: expected.Mirror) -> dict:
+    history = ev.speedup_history(mirror)
+    rank = {build.label: i for i, build in enumerate(ev.builds(mirror))}
+    previous: dict[ev.Pairing, str] = {}
+    out = {}
+    for pairing, build in sorted(history, key=lambda key: rank[key[1]]):
+        point, prev = history[(pairing, build)], previous.get(pairing)
+        out[(pairing, build)] = {
+            "speedup": point.speedup,
+            "runs": point.runs,
+            "sources": list(point.sources),
+            "winner": point.winner,
+            "prev_build": prev,
+            "prev_winner": history[(pairing, prev)].winner if prev else None,
+        }
+        previous[pairing] = build
+    return out
+
+
+def _builds(db: Path) -> list[dict]:
+    return _query(db, "select build, liger_version, build_kind, sources, results from dim_build order by build_rank")
+
+
+def _want_builds(mirror: expected.Mirror) -> list[dict]:
+    """dim_build's rows: every result a build holds (its runs' results, and for a release the
+    main-branch results of its version), and what their sources are."""
+    main: dict[str, list[str]] = {}
+    for (_, version), points in ev.main_branch_results(mirror).items():
+        main.setdefault(version, []).extend(source for _, source in points)
+    out = []
+    for build in ev.builds(mirror):
+        sources = [run for run in build.runs for _ in mirror.sources[run][0].rows]
+        sources += main.get(build.version, []) if build.kind == "release" else []
+        out.append(
+            {
+                "build": build.label,
+                "liger_version": build.version,
+                "build_kind": build.kind,
+                "sources": sorted(set(sources)),
+                "results": len(sources),
+            }
+        )
+    return out
+
+
+# --- The whole mirror -------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def db(mirror_warehouse) -> Path:
+    return mirror_warehouse.database
+
+
+RUN_PAIRS = [("7644a0f-v0.7.0", "7644a0f"), ("0a62700-v0.6.4", "0a62700"), ("previous", "latest")]
+
+
+@pytest.mark.parametrize(("base", "head"), RUN_PAIRS)
+def test_compare_runs_follows_the_rule(db, mirror, warehouse_series, base, head):
+    got = _comparison(db, warehouse_series, f"select * from compare_runs('{base}', '{head}')")
+    want = {s: comparison_row(j) for s, j in ev.compare_runs(mirror, base, head).items()}
+    assert len(want) == 2484
+    assert_agree(got, want)
+
+
+@pytest.mark.parametrize("threshold", [0.05, 0.10])
+def test_compare_versions_follows_the_rule(db, mirror, warehouse_series, threshold):
+    sql = f"select * from compare_versions('0.6.3', '0.7.0', threshold := {threshold})"
+    got = _comparison(db, warehouse_series, sql)
+    want = {s: comparison_row(j) for s, j in ev.compare_builds(mirror, "0.6.3", "0.7.0", threshold).items()}
+    assert {j["head_sources"] == ["7644a0f", "7644a0f-v0.7.0"] for j in want.values()} == {True}
+    assert_agree(got, want)
+
+
+def test_compare_versions_helper_reads_release_spellings(mirror):
+    assert ev.compare_versions(mirror, "v0.6.3", "7644a0f-v0.7.0") == ev.compare_versions(mirror, "0.6.3", "0.7.0")
+
+
+def test_series_noise_follows_the_rule(db, mirror, warehouse_series):
+    want = _want_series_noise(mirror)
+    assert len(want) == 9907
+    assert_agree(_series_noise(db, warehouse_series), want)
+
+
+def test_regressions_judge_every_step_between_builds(db, mirror, warehouse_series):
+    """Every one of the 54,422 steps, not a sample: the recomputation takes seconds."""
+    want = _want_regressions(mirror)
+    assert len(want) == 54422
+    assert_agree(_regressions(db, warehouse_series), want)
+
+
+def test_version_history_carries_the_regressions_verdicts(db, mirror, warehouse_series):
+    rows = _query(db, "select series_digest, build, prev_build, verdict from version_history where point > 1")
+    got = _keyed(rows, lambda r: (warehouse_series[r["series_digest"]], r["prev_build"], r["build"]))
+    want = {key: {"verdict": judged.verdict} for key, judged in ev.regressions(mirror).items()}
+    assert_agree(got, want)
+
+
+def test_build_points_stand_on_the_builds_runs(db, mirror, warehouse_series):
+    assert_agree(_build_points(db, warehouse_series), _want_build_points(mirror))
+
+
+def test_builds_in_order_with_their_labels(db, mirror):
+    got, want = _builds(db), _want_builds(mirror)
+    assert got == want
+    labels = [b["build"] for b in got]
+    assert labels.index("0.6.4") < labels.index("0.6.4+20251205.3d075fd") < labels.index("0.6.5")
+    release = {b["build"]: b["sources"] for b in got}["0.6.4"]
+    assert release == ["0a62700", "0a62700-v0.6.4"], "a release stands on its release run and same-commit runs"
+
+
+def test_speedup_winners_follow_the_pairings_noise(db, mirror):
+    want = _want_speedups(mirror)
+    assert len(want) == 39989
+    assert_agree(_speedups(db), want)
+
+
+def test_speedup_noise_of_every_pairing_with_runs(db, mirror, warehouse_series):
+    rows = _query(db, "select * from fact_speedup_noise")
+    series = warehouse_series
+    got = _keyed(rows, lambda r: ev.Pairing(series[r["liger_series_digest"]], series[r["baseline_series_digest"]]))
+    want = {
+        p: {"history": n.history, "spread": n.spread, "pool": n.pool, "noise": n.noise}
+        for p, n in ev.speedup_noise(mirror).items()
+        if n.runs
+    }
+    assert_agree(got, want)
+
+
+def test_speedup_history_follows_the_rule(db, mirror, warehouse_series):
+    assert_agree(_speedup_history(db, warehouse_series), _want_speedup_history(mirror))
+
+
+# --- Histories worked out by hand -------------------------------------------------------------
+#
+# Nine nightly runs of 0.9.0 on one GPU. rms_norm and layer_norm forward, each at three hidden
+# sizes, Liger (1, 2, 4 ms) and torch (3x that); rms_norm memory, Liger (100, 200, 400 MB)
+# and torch (3x). Runs 1-7 repeat those numbers, except that the whole Liger rms_norm speed
+# sweep is 10% slower in runs 2, 4 and 6: a sweep known to jump. Then:
+#   run 8: the Liger rms_norm speed sweep 20% slower than run 7 (all three sizes), Liger
+#          layer_norm 20% slower at 4096 only, Liger rms_norm memory 10% more at 4096 only, and
+#          a new Liger swiglu series appears;
+#   run 9: every speed row 8% slower than run 8, Liger and torch alike (host drift).
+# Main branch: one swiglu row of 0.8.0.
+
+HAND_RUNS = [f"a{i:06x}" for i in range(1, 10)]
+SIZES = {1024: 1.0, 2048: 2.0, 4096: 4.0}
+
+
+def _hand_run(day: int, jumpy: float = 1.0, one_size: float = 1.0, memory: float = 1.0, host: float = 1.0):
+    stamp = f"2026-02-{day:02d} 01:00:00"
+    rows = []
+    for hidden, ms in SIZES.items():
+        at_4096 = hidden == 4096
+        rows += [
+            row("liger", ms * jumpy * host, "0.9.0", stamp, "rms_norm", hidden=hidden),
+            row("torch", 3 * ms * host, "0.9.0", stamp, "rms_norm", hidden=hidden),
+            row("liger", ms * (one_size if at_4096 else 1.0) * host, "0.9.0", stamp, "layer_norm", hidden=hidden),
+            row("torch", 3 * ms * host, "0.9.0", stamp, "layer_norm", hidden=hidden),
+            row("liger", 100 * ms * (memory if at_4096 else 1.0), "0.9.0", stamp, hidden=hidden, metric="memory"),
+            row("torch", 300 * ms, "0.9.0", stamp, hidden=hidden, metric="memory"),
+        ]
+    if day >= 8:
+        rows.append(row("liger", 1.0 * host, "0.9.0", stamp, "swiglu"))
+    return rows
+
+
+@pytest.fixture(scope="module")
+def hand(tmp_path_factory) -> tuple[Path, expected.Mirror]:
+    root = tmp_path_factory.mktemp("hand")
+    runs = {run: _hand_run(day, jumpy=1.1 if day % 2 == 0 else 1.0) for day, run in enumerate(HAND_RUNS[:7], 1)}
+    runs[HAND_RUNS[7]] = _hand_run(8, jumpy=1.2, one_size=1.2, memory=1.1)
+    runs[HAND_RUNS[8]] = _hand_run(9, jumpy=1.2, one_size=1.2, memory=1.1, host=1.08)
+    main = [[row("liger", 1.0, "0.8.0", "2026-01-01 01:00:00", "swiglu")]]
+    mirror = write_mirror(root / "mirror", main, runs)
+    built = refresh(root / "warehouse", upstream=str(mirror))
+    assert built.result.success
+    return built.database, expected.read_mirror(mirror)
+
+
+# The noise, by hand. Residuals are 0 at every step of every series (whole sweeps move, or the
+# one series that moves is outvoted by its sweep's median), so every residual spread and pool
+# is 0. The jumpy sweep's own shifts over its 8 steps are ln 1.1 six times, ln 1.2 (run 8) and
+# 0 (run 9: the host drift is taken out): the 75th percentile is ln 1.1. The layer_norm sweep
+# never shifts (run 8 moves one size of three). The Liger speed pool is the median of the two
+# sweeps with 5 steps or more: half the jumpy one's spread; baselines and memory pool to 0.
+JUMPY_SPREAD = math.log(1.1) / NormalDist().inv_cdf(0.875)
+LIGER_SPEED_POOL = JUMPY_SPREAD / 2
+JUMPY_NOISE = math.sqrt((8 * JUMPY_SPREAD**2 + 10 * LIGER_SPEED_POOL**2) / 18)  # 0.0633
+QUIET_NOISE = math.sqrt(10 * LIGER_SPEED_POOL**2 / 18)  # 0.0309
+SWIGLU_NOISE = math.sqrt(10 * LIGER_SPEED_POOL**2 / 11)  # one step, alone in its sweep
+
+
+def _hand_rows(db: Path, sql: str) -> dict[tuple, dict]:
+    """(kernel, metric, provider, hidden size) -> the row."""
+    series = {digest: ev.Series(*key) for digest, key in series_keys(db).items()}
+
+    def key(r: dict) -> tuple:
+        s = series[r["series_digest"]]
+        return (s.kernel, s.metric, s.provider, int(s.x_value))
+
+    return _keyed(_query(db, sql), key)
+
+
+def test_hand_noise(hand):
+    db, _ = hand
+    rows = _hand_rows(db, "select * from series_noise")
+    jumpy, quiet = rows[("rms_norm", "speed", "liger", 2048)], rows[("layer_norm", "speed", "liger", 2048)]
+    assert (jumpy["history"], jumpy["sweep_history"]) == (8, 8)
+    assert jumpy["sweep_spread"] == pytest.approx(JUMPY_SPREAD, rel=1e-9)
+    assert (jumpy["residual_noise"], jumpy["noise"]) == (0.0, pytest.approx(JUMPY_NOISE, rel=1e-9))
+    assert quiet["noise"] == pytest.approx(QUIET_NOISE, rel=1e-9)
+    swiglu = rows[("swiglu", "speed", "liger", 4096)]
+    assert (swiglu["history"], swiglu["noise"]) == (1, pytest.approx(SWIGLU_NOISE, rel=1e-9))
+    assert rows[("rms_norm", "memory", "liger", 4096)]["noise"] == 0.0
+    assert jumpy["detectable_change"] == pytest.approx(math.exp(5 * JUMPY_NOISE) - 1, rel=1e-9)
+
+
+def test_hand_sweep_shift_against_a_single_workload_move(hand):
+    """Run 7 -> 8: the jumpy sweep's 20% shift is within 5 of its noise scales and too big to
+    call unchanged: inconclusive. The quiet sweep's 4096 moved 20% against its sweep, whose
+    residual noise is 0: a regression; its neighbours did not move: unchanged."""
+    db, _ = hand
+    rows = _hand_rows(db, f"select * from compare_runs('{HAND_RUNS[6]}', '{HAND_RUNS[7]}')")
+    jumpy = rows[("rms_norm", "speed", "liger", 1024)]
+    # |d| = ln 1.2 = 0.182 < 5 * 0.0633; ln 1.2 + 1.645 * 0.0633 = 0.287 > ln 1.25 = 0.223
+    assert jumpy["verdict"] == "inconclusive"
+    assert jumpy["change"] == jumpy["adjusted_change"] == jumpy["sweep_change"] == pytest.approx(0.2, rel=1e-9)
+    assert (jumpy["drift"], jumpy["noise"]) == (pytest.approx(0.0, abs=1e-12), pytest.approx(JUMPY_NOISE, rel=1e-9))
+    assert jumpy["z"] == pytest.approx(math.log(1.2) / JUMPY_NOISE, rel=1e-9)  # 2.88
+    moved = rows[("layer_norm", "speed", "liger", 4096)]
+    assert (moved["verdict"], moved["sweep_change"]) == ("regression", pytest.approx(0.0, abs=1e-12))
+    assert moved["z"] == pytest.approx(math.log(1.2) / QUIET_NOISE, rel=1e-9)  # 5.9
+    # the neighbours: 0 + 1.645 * 0.0309 <= ln 1.25, and 8 steps of history
+    assert rows[("layer_norm", "speed", "liger", 1024)]["verdict"] == "unchanged"
+
+
+def test_hand_deterministic_memory_change(hand):
+    db, _ = hand
+    rows = _hand_rows(db, f"select * from compare_runs('{HAND_RUNS[6]}', '{HAND_RUNS[7]}')")
+    grown = rows[("rms_norm", "memory", "liger", 4096)]
+    assert (grown["verdict"], grown["noise"], grown["z"]) == ("regression", 0.0, None)
+    assert grown["change"] == pytest.approx(0.1, rel=1e-9)
+    assert rows[("rms_norm", "memory", "liger", 2048)]["verdict"] == "unchanged"
+
+
+def test_hand_host_drift_shared_by_the_baselines(hand):
+    """Run 8 -> 9: everything 8% slower. The baselines explain all of it: unchanged (the old
+    rule, 5% and apart bands, called every speed series a regression). swiglu, with one run
+    step of history, cannot be called unchanged: inconclusive."""
+    db, _ = hand
+    rows = _hand_rows(db, f"select * from compare_runs('{HAND_RUNS[7]}', '{HAND_RUNS[8]}')")
+    for key in [("rms_norm", "speed", "liger", 1024), ("layer_norm", "speed", "liger", 4096)]:
+        drifted = rows[key]
+        assert drifted["verdict"] == "unchanged"
+        assert drifted["change"] == drifted["drift"] == pytest.approx(0.08, rel=1e-9)
+        assert drifted["adjusted_change"] == pytest.approx(0.0, abs=1e-12)
+    swiglu = rows[("swiglu", "speed", "liger", 4096)]
+    assert (swiglu["verdict"], swiglu["history"], swiglu["drift"]) == ("inconclusive", 1, pytest.approx(0.08))
+
+
+def test_hand_mirror_follows_the_rule_everywhere(hand):
+    """The same comparisons as on the real mirror, on every run step of the hand history."""
+    db, mirror = hand
+    series = series_keys(db)
+    for base, head in pairwise(HAND_RUNS):
+        got = _comparison(db, series, f"select * from compare_runs('{base}', '{head}')")
+        assert_agree(got, {s: comparison_row(j) for s, j in ev.compare_runs(mirror, base, head).items()})
+    assert_agree(_series_noise(db, series), _want_series_noise(mirror))
+    assert_agree(_regressions(db, series), _want_regressions(mirror))
+    assert_agree(_build_points(db, series), _want_build_points(mirror))
+    assert _builds(db) == _want_builds(mirror)
+    assert_agree(_speedups(db), _want_speedups(mirror))
+    assert_agree(_speedup_history(db, series), _want_speedup_history(mirror))
