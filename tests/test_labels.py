@@ -16,7 +16,7 @@ import pytest
 
 from pipelines.digests import digest, flat_digest
 from pipelines.normalize.rows import backend, harness, stem_of_harness
-from tests import expected
+from tests import expected, expected_verdicts
 from tests.conftest import MIRROR
 from tests.plain_duckdb import open_views
 
@@ -197,13 +197,13 @@ def test_the_two_files_liger_triton_rows_are_distinct_series(mirror_warehouse):
     )
     cutile, cutedsl = (set(per_file[f"benchmark/data/{s}.csv"]) for s in (CUTILE, CUTEDSL))
     assert not cutile & cutedsl
-    # Every version of every series stands on its own: the version points of these rows are
-    # those of the independent reading, one per series and version, from both files.
+    # Every build of every series stands on its own: the version points of these rows are
+    # those of the independent reading, one per series and build, from both files.
     want = {
-        (series, version)
-        for series, by_version in expected.version_points(mirror).items()
+        (series, build)
+        for build, points in expected_verdicts.build_points(mirror).items()
+        for series in points
         if series[2] == "liger_triton" and series[0] == "cross_entropy" and series[6] == "NVIDIA B200"
-        for version in by_version
     }
     got = _query(
         db,
