@@ -18,10 +18,6 @@ from pipelines.database import open_duckdb
 from pipelines.derived import model_sql
 from pipelines.store.storage import Storage
 
-# The 0.75 quantile of |normal| that sql/derived/fact_series_noise.sql divides by: the model
-# hardcodes it whatever `verdict_rule().sweep_quantile` says (see ``Scratch.recompute``).
-SWEEP_SCALE_TEXT = "1.1503493803760079"
-
 # The run steps whose later run upstream lists before {run}.
 EARLIER_STEPS = """
 create or replace view run_steps as
@@ -138,11 +134,10 @@ def _literal(value: object) -> str:
 
 @dataclass(frozen=True)
 class Setting:
-    """Constants of ``verdict_rule()`` to measure the new rule with; ``scale`` as in ``Scratch.recompute``."""
+    """Constants of ``verdict_rule()`` to measure the new rule with."""
 
     label: str
     overrides: tuple[tuple[str, float], ...] = ()
-    scale: bool = True
 
 
 SENSITIVITY = (
@@ -152,7 +147,6 @@ SENSITIVITY = (
     *(Setting(f"equivalence {v:.0%}", (("equivalence", v),)) for v in (0.20, 0.30)),
     *(Setting(f"prior_steps {v:g}", (("prior_steps", v),)) for v in (5.0, 20.0)),
     *(Setting(f"sweep_quantile {v:g}", (("sweep_quantile", v),)) for v in (0.5, 0.9)),
-    *(Setting(f"sweep_quantile {v:g}, 0.75 scale kept", (("sweep_quantile", v),), scale=False) for v in (0.5, 0.9)),
 )
 
 
@@ -172,29 +166,22 @@ class Scratch:
         self.con.execute("create table run_steps_all as select * from run_steps")
         self.con.execute("drop view fact_series_noise")
 
-    def recompute(self, overrides: dict[str, float], before_run: str | None = None, scale: bool = True) -> None:
+    def recompute(self, overrides: dict[str, float], before_run: str | None = None) -> None:
         """Replace ``verdict_rule()`` by the defaults with ``overrides`` and rebuild the series noise
         from the run steps; with ``before_run``, from the steps between runs upstream lists
         before that run only (the noise a refresh on that day would have computed).
-
-        With ``scale`` the sweep spread is scaled by the normal quantile that matches the
-        rule's ``sweep_quantile``; the model hardcodes the one for 0.75, so without ``scale``
-        another quantile is read against the 0.75 scale, as the SQL computes it today.
+        Another ``sweep_quantile`` comes with its matching ``sweep_scale``.
         """
         rule = {**self.defaults, **overrides}
+        if "sweep_quantile" in overrides:  # read against the matching scale of the normal
+            rule["sweep_scale"] = float(norm.ppf((1 + float(overrides["sweep_quantile"])) / 2))
         body = ", ".join(f"'{name}': {_literal(value)}" for name, value in rule.items())
         self.con.execute(f"create or replace macro verdict_rule() as {{{body}}}")
         if before_run:
             self.con.execute(EARLIER_STEPS.format(run="'" + before_run.replace("'", "''") + "'"))
         else:
             self.con.execute("create or replace view run_steps as select * from run_steps_all")
-        model = model_sql("fact_series_noise")
-        if SWEEP_SCALE_TEXT not in model:
-            raise RuntimeError(f"fact_series_noise.sql no longer divides by {SWEEP_SCALE_TEXT}; update the benchmark")
-        if scale:
-            quantile = float(rule["sweep_quantile"])
-            model = model.replace(SWEEP_SCALE_TEXT, repr(float(norm.ppf((1 + quantile) / 2))))
-        self.con.execute(f"create or replace table fact_series_noise as {model}")
+        self.con.execute(f"create or replace table fact_series_noise as {model_sql('fact_series_noise')}")
 
     def close(self) -> None:
         self.con.close()

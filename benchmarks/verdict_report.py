@@ -436,10 +436,8 @@ def section(results: Results, load: float, command: str) -> str:
         "",
         "Each series' noise recomputed from `sql/derived/fact_series_noise.sql` with one constant of "
         "`verdict_rule()` changed, in a scratch copy of each warehouse's `liger.duckdb` (the injected run stays "
-        "in the history, as in the *new rule* rows above). `sql/derived/fact_series_noise.sql` divides the "
-        "sweep quantile by 1.1503, the normal scale of the 0.75 quantile, whatever `sweep_quantile` says: the "
-        "`sweep_quantile` rows scale by the matching quantile (0.6745 for 0.5, 1.6449 for 0.9), the rows "
-        f"*0.75 scale kept* as the SQL computes it today. {mismatch}",
+        "in the history, as in the *new rule* rows above); a `sweep_quantile` row reads the sweep shifts "
+        f"against its matching `sweep_scale` (0.6745 for 0.5, 1.6449 for 0.9). {mismatch}",
         "",
         *sensitivity_table(results),
         "",

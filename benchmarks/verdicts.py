@@ -114,7 +114,7 @@ def evaluate(
         copy.recompute({}, before_run=head)
         verdicts[HELD_OUT] = new_rule(copy.con, base, head)
         for setting in SENSITIVITY:
-            copy.recompute(dict(setting.overrides), scale=setting.scale)
+            copy.recompute(dict(setting.overrides))
             verdicts[f"{NEW}: {setting.label}"] = new_rule(copy.con, base, head)
     finally:
         copy.close()

@@ -6,7 +6,9 @@
 --   equivalence   `unchanged` rules out a change this large (a fraction) ...
 --   confidence_z  ... at this one-sided normal quantile (1.645: 95%)
 --   prior_steps   the pooled noise of similar series weighs as much as this many run steps
---   sweep_quantile  a sweep's noise is read from this quantile of its historical shifts
+--   sweep_quantile  a sweep's noise is read from this quantile of its historical shifts ...
+--   sweep_scale   ... divided by this: the (1 + sweep_quantile) / 2 quantile of the standard
+--                 normal, so that it estimates a standard deviation (a test keeps the two in step)
 --   min_history   fewer run steps than this and a series is never called `unchanged`
 --   speedup_z     a speedup wins when it is this many times its pairing's noise from 1
 create or replace macro verdict_rule() as {
@@ -16,6 +18,7 @@ create or replace macro verdict_rule() as {
     'confidence_z': 1.645,
     'prior_steps': 10.0,
     'sweep_quantile': 0.75,
+    'sweep_scale': 1.1503493803760079::double,
     'min_history': 5,
     'speedup_z': 3.0
 };

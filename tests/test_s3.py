@@ -160,7 +160,8 @@ def test_cli_sql_on_an_s3_warehouse_writes_nothing_and_reads_only_its_root(s3_wa
         for sql, message in refused.items():
             result = CliRunner().invoke(app, ["sql", "--warehouse", s3_warehouse, sql])
             assert result.exit_code == 1, result.output
-            assert result.output.count("\n") == 1 and message in result.output, result.output
+            # The CLI's error: what failed, then what to do.
+            assert result.output.count("\n") == 2 and message in result.output, result.output
     assert _objects(storage) == before
 
 

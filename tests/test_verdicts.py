@@ -418,3 +418,22 @@ def test_hand_mirror_follows_the_rule_everywhere(hand):
     assert _builds(db) == _want_builds(mirror)
     assert_agree(_speedups(db), _want_speedups(mirror))
     assert_agree(_speedup_history(db, series), _want_speedup_history(mirror))
+
+
+def test_the_sweep_scale_matches_the_sweep_quantile(db):
+    """`verdict_rule()` names a quantile and the normal scale it is divided by: they go together."""
+    with open_views(db) as con:
+        rule = con.execute("select verdict_rule()").fetchone()[0]
+    want = NormalDist().inv_cdf((1 + float(rule["sweep_quantile"])) / 2)
+    assert rule["sweep_scale"] == pytest.approx(want, rel=1e-12)
+
+
+def test_latest_and_previous_name_the_newest_runs_builds(db):
+    with open_views(db) as con:
+        latest, previous = con.execute("select build_name('latest'), build_name('previous')").fetchone()
+        runs = con.execute("select run from dim_upstream_revision where source = 'gh-pages' order by seq desc")
+        newest = [r for (r,) in runs.fetchall()]
+        # The newest run is a run of 0.7.0's commit; the newest of another build is two runs older.
+        assert latest == "0.7.0" and newest[:2] == ["7644a0f", "7644a0f-v0.7.0"]
+        assert previous == con.execute("select build_name(?)", [newest[2]]).fetchone()[0] == "0.6.5+20260206.1fdb668"
+        assert con.execute("select count(*) from compare_versions('previous', 'latest')").fetchone()[0] > 2000

@@ -35,7 +35,7 @@ sweep as (
         sweep_key,
         count(*) as sweep_history,
         -- the quantile q of |normal| is the (1+q)/2 quantile of the normal: 1.1503 for q = 0.75
-        quantile_cont(abs(sweep_own_log), verdict_rule().sweep_quantile) / 1.1503493803760079 as sweep_spread
+        quantile_cont(abs(sweep_own_log), verdict_rule().sweep_quantile) / verdict_rule().sweep_scale as sweep_spread
     from sweep_shift
     group by sweep_key
 ),
