@@ -359,16 +359,16 @@ def series_noise(mirror: Mirror) -> dict[Series, Noise]:
     sweep_spread = {w: quantile(map(abs, d.values()), SWEEP_QUANTILE) / SWEEP_SCALE for w, d in sweep_shifts.items()}
 
     everything = {series_of(row) for row in mirror.results()}
-    pool_of_sweep = {s.sweep: s.pool for s in everything}
     residual_pool = pooled(
         (series.pool, spread)
         for series, spread in residual_spread.items()
         if len(steps[series]) >= MIN_HISTORY and series not in alone
     )
+    # A prior for a series: the median over series of their sweep's spread.
     sweep_pool = pooled(
-        (pool_of_sweep[sweep], spread)
-        for sweep, spread in sweep_spread.items()
-        if len(sweep_shifts[sweep]) >= MIN_HISTORY
+        (series.pool, sweep_spread[series.sweep])
+        for series in everything
+        if series.sweep in sweep_spread and len(sweep_shifts[series.sweep]) >= MIN_HISTORY
     )
 
     out = {}

@@ -54,8 +54,9 @@ measured as (
     left join own as o using (series_digest)
     left join sweep as w using (sweep_key)
 ),
--- What similar series show: the median over series, and over sweeps, with a history worth the
--- name. A sweep counts once in its pool, however many workloads it has.
+-- What similar series show: the median over series with a history worth the name, of their
+-- own spread and of their sweep's (a prior for a series, so a sweep weighs as many times as it
+-- has workloads).
 residual_pool as (
     select metric, is_liger, median(residual_spread) as residual_pool
     from measured
@@ -64,7 +65,7 @@ residual_pool as (
 ),
 sweep_pool as (
     select metric, is_liger, median(sweep_spread) as sweep_pool
-    from (select distinct sweep_key, metric, is_liger, sweep_history, sweep_spread from measured)
+    from measured
     where sweep_history >= verdict_rule().min_history
     group by metric, is_liger
 ),
