@@ -115,7 +115,6 @@ def create_views(con: duckdb.DuckDBPyConnection, gen: Generation, sql_dir: Path 
     """Every view of generation ``gen`` on ``con``; returns their names."""
     for table in SCHEMAS:
         con.execute(table_view_sql(gen, table))
-        failpoint("database-view")
     con.execute(
         "create or replace view warehouse_generation as select "
         f"{_quote(gen.id)} as generation_id, {_quote(gen.created_at)} as created_at"
@@ -132,6 +131,7 @@ def build_database(gens: GenerationStore, gen: Generation, target: Path, sql_dir
         con = open_duckdb(gens.storage, str(tmp), config={"storage_compatibility_version": STORAGE_COMPATIBILITY})
         try:
             views = create_views(con, gen, sql_dir)
+            failpoint("database-view")  # the new file built, not yet in place
             con.execute("checkpoint")
         finally:
             con.close()

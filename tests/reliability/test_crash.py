@@ -55,7 +55,7 @@ POINTS = {
     "audit": "blocking checks: auditing the staged generation",
     "publish": "switch: holding the publish lock, the parent re-checked, CURRENT not yet written",
     "storage-replace:CURRENT": "switch: the new pointer written to a temp file, not renamed",
-    "database-view": "views: switched; the new liger.duckdb half built beside the old one",
+    "database-view": "views: switched; the new liger.duckdb built beside the old one, not yet in place",
 }
 # Killed after CURRENT moved: the new generation is published, the views still show the old.
 PAST_THE_SWITCH = {"database-view"}
