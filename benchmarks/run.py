@@ -35,8 +35,9 @@ from pathlib import Path
 import psutil
 
 from benchmarks import report, scenarios
+from benchmarks.sections import write_section
 
-BEGIN, END = "<!-- benchmarks:begin -->", "<!-- benchmarks:end -->"
+SECTION = "benchmarks"
 
 
 def _ints(text: str) -> list[int]:
@@ -81,17 +82,6 @@ def machine(note: str) -> dict:
     }
 
 
-def write_markdown(path: Path, block: str) -> None:
-    """Replace the benchmark block of ``path`` (or append one), leaving every other section alone."""
-    text = path.read_text() if path.is_file() else "# Performance\n"
-    block = f"{BEGIN}\n{block}{END}"
-    if BEGIN in text and END in text:
-        head, rest = text.split(BEGIN, 1)
-        text = head + block + rest.split(END, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n" + block + "\n"
-    path.write_text(text)
-
 
 def main(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
@@ -127,7 +117,7 @@ def main(argv: list[str] | None = None) -> dict:
         save()
     markdown = report.render(results)
     if args.out:
-        write_markdown(args.out, markdown)
+        write_section(args.out, SECTION, markdown)
     print(markdown)
     return results
 

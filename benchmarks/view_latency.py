@@ -25,8 +25,10 @@ from pathlib import Path
 
 import duckdb
 
+from benchmarks.sections import write_section
+
 PERFORMANCE = Path(__file__).resolve().parent.parent / "docs" / "PERFORMANCE.md"
-BEGIN, END = "<!-- view-latency:begin -->", "<!-- view-latency:end -->"
+SECTION = "view-latency"
 HEADING = "## View latencies on the real history"
 QUERIES = {
     "results": "select * from results",
@@ -105,15 +107,6 @@ def section(timings: list[Timing], database: Path, runs: int, load: float) -> st
     return "\n".join(lines) + "\n"
 
 
-def replace_section(text: str, new: str) -> str:
-    """Swap this benchmark's block in place (or append it), leaving the rest of the file alone."""
-    block = f"{BEGIN}\n{new}{END}"
-    if BEGIN in text and END in text:
-        head, rest = text.split(BEGIN, 1)
-        return head + block + rest.split(END, 1)[1]
-    return (text.rstrip("\n") + "\n\n" if text.strip() else "# Performance\n\n") + block + "\n"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--warehouse", default=os.getenv("LIGER_WAREHOUSE_DIR", "warehouse"))
@@ -128,8 +121,7 @@ def main() -> None:
         t = timings[-1]
         print(f"{name:36} {t.rows:>8,} rows  fresh {_ms(t.fresh):>5} ms  warm {_ms(t.warm):>5} ms")
     if args.write:
-        text = PERFORMANCE.read_text() if PERFORMANCE.exists() else ""
-        PERFORMANCE.write_text(replace_section(text, section(timings, database, args.runs, load)))
+        write_section(PERFORMANCE, SECTION, section(timings, database, args.runs, load))
 
 
 if __name__ == "__main__":

@@ -22,14 +22,20 @@ from functools import cache
 from hashlib import sha256
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
 
 from pipelines.failpoints import failpoint
-from pipelines.store.generations import Generation, GenerationStore
 from pipelines.store.objectstore import ImmutableReadCache
 from pipelines.store.storage import Storage
-from pipelines.tables import SCHEMAS, empty
+
+if TYPE_CHECKING:
+    from pipelines.store.generations import Generation, GenerationStore
+
+# Reading commands (`sql`, `regressions`) open the views through this module and start in a
+# fraction of a second: what only building views needs (PyArrow, via the table schemas and the
+# generation store) is imported where it is used.
 
 DATABASE = "liger.duckdb"
 STORAGE_COMPATIBILITY = "v1.0.0"
@@ -65,6 +71,8 @@ case when current_setting('file_search_path') = '' then error({_quote(ROOT_UNSET
 @cache
 def _empty_select(table: str) -> str:
     """No rows, but the table's columns and types: an empty table needs no file."""
+    from pipelines.tables import empty
+
     with duckdb.connect() as con:
         relation = con.from_arrow(empty(table))
         columns = zip(relation.columns, relation.types, strict=True)
@@ -113,6 +121,8 @@ def _create_analytic_views(con: duckdb.DuckDBPyConnection, files: list[Path]) ->
 
 def create_views(con: duckdb.DuckDBPyConnection, gen: Generation, sql_dir: Path = SQL_DIR) -> list[str]:
     """Every view of generation ``gen`` on ``con``; returns their names."""
+    from pipelines.tables import SCHEMAS
+
     for table in SCHEMAS:
         con.execute(table_view_sql(gen, table))
     con.execute(
@@ -314,6 +324,8 @@ def connect(storage: Storage, allow_read: Sequence[Path] = ()) -> duckdb.DuckDBP
     """
     con = open_duckdb(storage, str(fetch_database(storage)), read_only=True)
     if not _reads_its_root(con):
+        from pipelines.store.generations import GenerationStore
+
         con.close()
         gens = GenerationStore(storage)
         con = open_duckdb(storage)

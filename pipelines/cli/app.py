@@ -1,4 +1,10 @@
-"""The Typer app, the options every command shares, and the one place errors are printed."""
+"""The Typer app, the options every command shares, and the one place errors are printed.
+
+Every command module is imported to build the app, for ``--help`` and for a command that only
+reads: so their top-level imports stay light (Typer, Rich, DuckDB), and Dagster, PyArrow, Polars
+and the analysis and report stacks are imported inside the commands that need them
+(tests/test_cli_startup.py holds this).
+"""
 
 from __future__ import annotations
 
@@ -17,7 +23,6 @@ from typer.core import TyperGroup
 from pipelines import settings
 from pipelines.database import connect
 from pipelines.store.storage import Storage
-from pipelines.upstream.http import UpstreamError, UpstreamUnreachable
 
 console = Console(stderr=True)
 DEBUG_HINT = "run again with --debug for the trace"
@@ -65,6 +70,8 @@ def _file_error(exc: OSError, command: str | None) -> tuple[str, str]:
 
 def explain(exc: Exception, command: str | None) -> tuple[str, str]:
     """What failed, in one line, and what to do about it, in another."""
+    from pipelines.upstream.http import UpstreamError, UpstreamUnreachable  # HTTPX: only once something failed
+
     if isinstance(exc, CliError):
         return exc.what, exc.hint
     if isinstance(exc, UpstreamUnreachable):

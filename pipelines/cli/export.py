@@ -4,21 +4,17 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
-import dagster as dg
 import duckdb
 import typer
 
 from pipelines.cli.app import DEBUG_HINT, WarehouseOpt, app, console, print_error, warehouse_root
 from pipelines.cli.warehouse import root_cause, run_job
-from pipelines.export import liger_csv
-from pipelines.export.records import ResultFilter, UnsafeWhere, connect
-from pipelines.export.writer import InvalidRecord, atomic_output, write_records
-from pipelines.import_kernelindex import ImportRejected, preview_import, source_key, unchanged_by
-from pipelines.ingest import SchemaOutdated
-from pipelines.store.generations import Generation, GenerationStore, RefreshBusy
 from pipelines.store.storage import Storage
+
+if TYPE_CHECKING:
+    from pipelines.store.generations import Generation, GenerationStore
 
 export_app = typer.Typer(help="Write warehouse data in other formats.", no_args_is_help=True)
 import_app = typer.Typer(help="Add records from other sources to the warehouse.", no_args_is_help=True)
@@ -29,6 +25,8 @@ Many = Annotated[list[str] | None, typer.Option(help="Repeat to take several.")]
 
 
 def _published(warehouse: str | None) -> tuple[GenerationStore, Generation]:
+    from pipelines.store.generations import GenerationStore
+
     gens = GenerationStore(Storage(warehouse_root(warehouse)))
     if gens.current_id() is None:
         console.print("no generation published yet: run `liger-warehouse refresh` first")
@@ -53,6 +51,9 @@ def export_kernelindex(
     warehouse: WarehouseOpt = None,
 ) -> None:
     """One kernelindex.dev/v1alpha1 record per result of the published generation, as NDJSON."""
+    from pipelines.export.records import ResultFilter, UnsafeWhere, connect
+    from pipelines.export.writer import InvalidRecord, atomic_output, write_records
+
     gens, gen = _published(warehouse)
     filt = ResultFilter(
         kernels=tuple(kernel or ()),
@@ -92,6 +93,10 @@ def export_liger_csv(
     warehouse: WarehouseOpt = None,
 ) -> None:
     """An upstream file exactly as upstream held it at a revision, rebuilt from the tables."""
+    from pipelines.export import liger_csv
+    from pipelines.export.records import connect
+    from pipelines.export.writer import atomic_output
+
     if (path is None) == (run is None) or (run is not None and as_of is not None):
         console.print("give --path (optionally with --as-of) or --run")
         raise typer.Exit(2)
@@ -134,6 +139,8 @@ def import_kernelindex_file(
     Exit status: 0 when imported or nothing to do; 1 when the file is refused or the run
     failed; 3 when another refresh or import of the warehouse is running.
     """
+    from pipelines.store.generations import GenerationStore
+
     name = name or file.stem
     gens = GenerationStore(Storage(warehouse_root(warehouse)))
     data = file.read_bytes()
@@ -154,6 +161,8 @@ def withdraw_import(
     results as 'withdrawn'); nothing is deleted. Importing a file under the same name again
     makes the source current again. Runs the `imports` Dagster job like `import kernelindex`.
     """
+    from pipelines.store.generations import GenerationStore
+
     gens = GenerationStore(Storage(warehouse_root(warehouse)))
     if not _nothing_to_do(gens, name, None):
         _run_imports_job(gens, {"name": name, "withdraw": True})
@@ -166,6 +175,8 @@ def _say(text: str, style: str | None = None) -> None:
 
 def _nothing_to_do(gens: GenerationStore, name: str, data: bytes | None) -> bool:
     """Say so, and skip the run, when the import (or withdrawal) would change nothing."""
+    from pipelines.import_kernelindex import source_key, unchanged_by
+
     try:
         reason = unchanged_by(gens, name, data)
     except ValueError as exc:  # a bad name, or no import of that name to withdraw
@@ -177,6 +188,8 @@ def _nothing_to_do(gens: GenerationStore, name: str, data: bytes | None) -> bool
 
 
 def _run_imports_job(gens: GenerationStore, config: dict) -> None:
+    from pipelines.store.generations import RefreshBusy
+
     try:
         lock = gens.try_lock("refresh")
     except RefreshBusy as exc:
@@ -206,7 +219,7 @@ def _print_outcome(result, withdrawn: bool) -> None:
     """What the run did, from the metadata of its kernelindex_import event."""
     node = "kernelindex_import"
     events = [*result.asset_materializations_for_node(node), *result.asset_observations_for_node(node)]
-    (event,) = [e for e in events if e.asset_key == dg.AssetKey(node)]
+    (event,) = [e for e in events if e.asset_key.path == [node]]
     meta = {key: value.value for key, value in event.metadata.items()}
     key = meta["source_key"]
     if meta["unchanged"]:
@@ -234,6 +247,9 @@ def _print_reasons(reasons: list[str], total: int) -> None:
 
 def _dry_run(gens: GenerationStore, data: bytes, name: str) -> None:
     """What the import would change, worked out like the import itself, writing nothing."""
+    from pipelines.import_kernelindex import ImportRejected, preview_import
+    from pipelines.ingest import SchemaOutdated
+
     try:
         outcome = preview_import(gens, data, name)
     except (ValueError, ImportRejected, SchemaOutdated) as exc:  # FileRejected is a ValueError, as is a bad name

@@ -13,9 +13,10 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import dagster as dg
-from dagster._core.instance.ref import InstanceRef
+if TYPE_CHECKING:
+    import dagster as dg
 
 DEFAULT_HOME = ".dagster_home"
 CONFIG = "dagster.yaml"
@@ -37,6 +38,9 @@ def instance_home() -> Path:
 def dagster_instance(create: bool = True) -> Iterator[dg.DagsterInstance | None]:
     """The instance; None when ``create`` is false and there is none yet (a reading command
     never creates one)."""
+    import dagster as dg  # only the commands that run or read runs pay for Dagster's import
+    from dagster._core.instance.ref import InstanceRef
+
     home = instance_home()
     if not home.is_dir():
         if not create:

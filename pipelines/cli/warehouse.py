@@ -10,7 +10,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -31,9 +31,10 @@ from pipelines.cli.app import (
     warehouse_root,
 )
 from pipelines.cli.instance import dagster_instance, instance_home
-from pipelines.store.generations import GenerationStore, RefreshBusy
 from pipelines.store.storage import Storage
-from pipelines.warehouse_status import behind, upstream_heads
+
+if TYPE_CHECKING:
+    from pipelines.store.generations import GenerationStore
 
 
 @app.command()
@@ -50,6 +51,8 @@ def refresh(warehouse: WarehouseOpt = None, upstream: UpstreamOpt = None) -> Non
     Exit status: 0 on success; 1 when the run failed or upstream served a file that was
     rejected; 3 when another refresh of the same warehouse is running.
     """
+    from pipelines.store.generations import GenerationStore, RefreshBusy
+
     root = warehouse_root(warehouse)
     use_upstream(upstream)
     gens = GenerationStore(Storage(root))
@@ -181,6 +184,8 @@ def status(
     that the published generation holds. Exit status 1 when nothing has been published yet, or
     when --check-upstream cannot list upstream (one line says why; nothing else is printed).
     """
+    from pipelines.store.generations import GenerationStore
+
     storage = Storage(warehouse_root(warehouse))
     use_upstream(upstream)
     gens = GenerationStore(storage)
@@ -212,6 +217,8 @@ def _heads_table(revisions, behind: dict | None) -> Table:
     table = Table(title="upstream head (newest revision held per source)")
     for column in ("source", "file", "revision", "committed at", "held"):
         table.add_column(column, justify="right" if column == "held" else "left")
+    from pipelines.warehouse_status import upstream_heads
+
     if behind is not None:
         table.add_column("new upstream", justify="right")
     for head in upstream_heads(revisions):
@@ -242,6 +249,7 @@ def _upstream_ahead(revisions) -> dict:
     """How many revisions upstream lists now that the warehouse lacks, per source. An upstream
     that cannot be listed raises: status then says why instead of counting nothing."""
     from pipelines.upstream.open import open_upstream, settings_from_env
+    from pipelines.warehouse_status import behind
 
     def announce(message: str) -> None:
         console.print(f"[yellow]{escape(message)}[/yellow]", soft_wrap=True)
