@@ -1,5 +1,5 @@
 """What ``liger-warehouse status`` reports: the newest upstream revision the warehouse holds per
-source, and how far upstream is ahead of it."""
+source, and how far upstream is ahead of it; and whether a refresh would find anything to do."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
+from pipelines.digests import content_digest
 from pipelines.ingest import revision_digest
 from pipelines.upstream.model import GH_PAGES, UpstreamListing
 
@@ -63,3 +64,17 @@ def behind(revisions: pa.Table, listing: UpstreamListing) -> dict[tuple[str, str
         key = _group({"source": ref.source, "path": ref.path})
         out[key] = out.get(key, 0) + (revision_digest(ref) not in held)
     return out
+
+
+def upstream_as_published(revisions: pa.Table, golden: pa.Table, listing: UpstreamListing) -> bool:
+    """Whether ``listing`` shows upstream exactly as the published generation holds it, so that a
+    refresh would ingest, restate and relabel nothing: every revision it lists is held and
+    marked as listed, no held revision is marked listed that it no longer lists, and the golden
+    runs file is the one held. A listing with problems (a path it could not list) is never the
+    same: the refresh reports them."""
+    listed = {revision_digest(ref) for ref in listing.revisions}
+    rows = revisions.select(["revision_digest", "is_upstream"]).to_pylist()
+    marked = {row["revision_digest"] for row in rows if row["is_upstream"]}
+    held_golden = golden.column("content_digest").to_pylist()[:1]
+    same_golden = listing.golden_commits is None or held_golden == [content_digest(listing.golden_commits)]
+    return not listing.problems and same_golden and marked == listed

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import click
+import dagster as dg
 import pytest
 import typer
 from typer.testing import CliRunner
@@ -109,8 +110,10 @@ def test_refresh_shows_progress_and_a_summary(warehouse: Path, tmp_path: Path):
 
 def test_refresh_with_nothing_new_says_so_in_one_line(warehouse: Path, dagster_home: Path):
     """Nothing new upstream: nothing is staged, audited or published, and the installed CLI
-    prints the stage bar and one line; no warning about a blocking check that "emitted no
-    result" (Dagster logs it to stderr, so this runs the CLI as a process)."""
+    prints one line; no warning about a blocking check that "emitted no result" (Dagster logs
+    it to stderr, so this runs the CLI as a process). Its listing showed upstream as published,
+    so no run was launched: the instance records the listing as upstream_snapshots
+    materialized without a run, and `status` names it as the last refresh."""
     gens = GenerationStore(Storage(str(warehouse)))
     before = gens.current_id()
     done = subprocess.run(
@@ -127,6 +130,12 @@ def test_refresh_with_nothing_new_says_so_in_one_line(warehouse: Path, dagster_h
     lines = [line for line in text.splitlines() if line.strip() and not line.startswith("stages: done")]
     said = rf"nothing new upstream: generation {before} stays current \([\d.]+s\)"
     assert len(lines) == 1 and re.fullmatch(said, lines[0]), text
+    with dg.DagsterInstance.get() as instance:
+        assert not instance.get_run_records(dg.RunsFilter(job_name="refresh"))
+        event = instance.get_latest_materialization_event(dg.AssetKey("upstream_snapshots"))
+    assert event.run_id == "" and event.asset_materialization.metadata["revisions_listed"].value > 0
+    code, text = invoke("status", "-w", str(warehouse))
+    assert code == 0 and re.search(r"last refresh: [\d-]+ [\d:]+ UTC, nothing new upstream \(no run needed\)", text)
 
 
 def test_refresh_refuses_while_another_runs(warehouse: Path):
@@ -137,7 +146,8 @@ def test_refresh_refuses_while_another_runs(warehouse: Path):
 
 
 def test_status_prints_generation_last_refresh_rows_and_upstream_head(warehouse: Path, tmp_path: Path):
-    code, _ = invoke("refresh", "-w", str(warehouse), "--upstream", str(require_mirror()))
+    mirror = _mirror_with_one_more_commit(tmp_path)
+    code, _ = invoke("refresh", "-w", str(warehouse), "--upstream", str(mirror))
     assert code == 0
     gen_id = GenerationStore(Storage(str(warehouse))).current_id()
     code, text = invoke("status", "-w", str(warehouse))
@@ -145,9 +155,9 @@ def test_status_prints_generation_last_refresh_rows_and_upstream_head(warehouse:
     assert f"published generation {gen_id}" in text
     assert re.search(r"last refresh: \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC, success", text), text
     assert re.search(r"fact_result\s*│\s*[\d,]+", text)
-    newest = json.loads((require_mirror() / "commits" / "all_benchmark_data.json").read_text())[0]["sha"]
+    newest = json.loads((mirror / "commits" / "all_benchmark_data.json").read_text())[0]["sha"]
     assert re.search(rf"all_benchmark_data\.csv\s*│\s*{newest[:12]}", text), text
-    runs = (require_mirror() / "gh-pages" / "benchmarks" / "commits.txt").read_text().split()
+    runs = (mirror / "gh-pages" / "benchmarks" / "commits.txt").read_text().split()
     assert re.search(rf"benchmark runs\s*│\s*{runs[-1]}", text), text
 
 

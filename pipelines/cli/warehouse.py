@@ -36,6 +36,9 @@ from pipelines.store.storage import Storage
 if TYPE_CHECKING:
     from pipelines.store.generations import GenerationStore
 
+# Seconds the listing before a refresh waits for upstream before leaving it to the job.
+PREFLIGHT_TIMEOUT = 5.0
+
 
 @app.command()
 def refresh(warehouse: WarehouseOpt = None, upstream: UpstreamOpt = None) -> None:
@@ -47,6 +50,11 @@ def refresh(warehouse: WarehouseOpt = None, upstream: UpstreamOpt = None) -> Non
     the stages, downloads and normalization, and every retry of an upstream request; then a
     summary: revisions ingested, results added, restated and removed, and the time taken, or
     one line when upstream had nothing new.
+
+    When upstream lists exactly what the published generation holds, and its views and schema
+    are current, no run is launched: the listing (conditional requests, as the job makes them)
+    is recorded as a materialization of upstream_snapshots, so the asset's freshness still says
+    when the warehouse last refreshed.
 
     Exit status: 0 on success; 1 when the run failed or upstream served a file that was
     rejected; 3 when another refresh of the same warehouse is running.
@@ -63,11 +71,65 @@ def refresh(warehouse: WarehouseOpt = None, upstream: UpstreamOpt = None) -> Non
         raise typer.Exit(3) from None
     started = time.monotonic()
     with lock:
+        if _upstream_unchanged(gens):
+            _say_nothing_new(gens, time.monotonic() - started)
+            return
         result, warnings = run_job("refresh", gens.storage)
     _print_refresh(gens, result, warnings, time.monotonic() - started)
     rejected = gens.current().summary.get("rejected", []) if result.success else []
     if not result.success or rejected:
         raise typer.Exit(1)
+
+
+def _upstream_unchanged(gens: GenerationStore) -> bool:
+    """Whether upstream lists exactly what the published generation holds and its views and
+    schema are current: then the refresh job would skip every step after its listing.
+
+    The listing is tried once, with a short timeout: on any doubt (nothing published, a listing
+    that fails) the job runs, and it retries and reports as usual.
+    """
+    from dataclasses import replace
+
+    from pipelines.database import database_path, shown_generation
+    from pipelines.tables import SCHEMA_VERSION
+    from pipelines.upstream.open import open_upstream, settings_from_env
+    from pipelines.warehouse_status import upstream_as_published
+
+    current = gens.current_id()
+    if current is None or shown_generation(gens.storage, database_path(gens.storage)) != current:
+        return False
+    gen = gens.load(current)
+    if gen.schema_version != SCHEMA_VERSION:
+        return False
+    settings = settings_from_env()
+    once = replace(settings.policy, max_attempts=1, timeout=min(settings.policy.timeout, PREFLIGHT_TIMEOUT))
+    try:
+        with _said_once():
+            source = open_upstream(replace(settings, policy=once), gens.storage)
+            listing = source.list()
+    except Exception:
+        return False
+    revisions = gens.read_table(gen, "dim_upstream_revision", ["revision_digest", "is_upstream"])
+    if not upstream_as_published(revisions, gens.read_table(gen, "golden_commit", ["content_digest"]), listing):
+        return False
+    _record_listing(source.describe(), len(listing.revisions), gens.storage)
+    return True
+
+
+def _record_listing(upstream: str, listed: int, storage: Storage) -> None:
+    """A materialization of upstream_snapshots without a run: the listing that found nothing new."""
+    import dagster as dg
+
+    from pipelines.defs.schedules import LAUNCHED_BY
+
+    event = dg.AssetMaterialization(
+        "upstream_snapshots",
+        description="refresh found nothing new upstream; no run was needed",
+        metadata={"upstream": upstream, "warehouse": storage.url, "revisions_listed": listed},
+        tags={LAUNCHED_BY: "cli"},
+    )
+    with dagster_instance() as instance:
+        instance.report_runless_asset_event(event)
 
 
 def _run_config(storage: Storage, ops: dict | None) -> dict:
@@ -142,11 +204,15 @@ def _print_refresh(gens: GenerationStore, result, warnings: list[str], seconds: 
     if published:
         console.print(_summary_table(gens, seconds))
     else:
-        current = gens.current_id()
-        stays = f"generation {current} stays current" if current else "nothing is published yet"
-        console.print(f"nothing new upstream: {stays} ({seconds:.1f}s)", soft_wrap=True)
+        _say_nothing_new(gens, seconds)
     for message in warnings:
         console.print(f"[yellow]{escape(message)}[/yellow]", soft_wrap=True)
+
+
+def _say_nothing_new(gens: GenerationStore, seconds: float) -> None:
+    current = gens.current_id()
+    stays = f"generation {current} stays current" if current else "nothing is published yet"
+    console.print(f"nothing new upstream: {stays} ({seconds:.1f}s)", soft_wrap=True)
 
 
 def _summary_table(gens: GenerationStore, seconds: float) -> Table:
@@ -230,19 +296,27 @@ def _heads_table(revisions, behind: dict | None) -> Table:
 
 
 def _last_refresh() -> str:
-    """The newest run of the ``refresh`` job in the Dagster instance, if there is one."""
+    """The newest refresh in the Dagster instance: a run of the ``refresh`` job, or a listing
+    that found nothing new and needed no run (a materialization of upstream_snapshots without
+    a run), whichever came last."""
     import dagster as dg
 
     with dagster_instance(create=False) as instance:
         if instance is None:
             return f"unknown (no Dagster instance at {instance_home()})"
         records = instance.get_run_records(dg.RunsFilter(job_name="refresh"), limit=1)
-    if not records:
+        listing = instance.get_latest_materialization_event(dg.AssetKey("upstream_snapshots"))
+    record = records[0] if records else None
+    ran = record and (record.end_time or record.start_time or record.create_timestamp.timestamp())
+    if listing is not None and not listing.run_id and (not ran or listing.timestamp > ran):
+        return f"{_stamp(listing.timestamp)}, nothing new upstream (no run needed)"
+    if not record:
         return f"none recorded in {instance_home()}"
-    record = records[0]
-    when = record.end_time or record.start_time or record.create_timestamp.timestamp()
-    stamp = datetime.fromtimestamp(when, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-    return f"{stamp}, {record.dagster_run.status.value.lower()} (run {record.dagster_run.run_id[:8]})"
+    return f"{_stamp(ran)}, {record.dagster_run.status.value.lower()} (run {record.dagster_run.run_id[:8]})"
+
+
+def _stamp(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def _upstream_ahead(revisions) -> dict:
