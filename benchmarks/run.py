@@ -35,9 +35,10 @@ from pathlib import Path
 import psutil
 
 from benchmarks import report, scenarios
-from benchmarks.sections import write_section
+from benchmarks.sections import markers, write_section
 
 SECTION = "benchmarks"
+BEGIN, END = markers(SECTION)
 
 
 def _ints(text: str) -> list[int]:
