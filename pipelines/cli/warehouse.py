@@ -280,11 +280,11 @@ def _row_counts(gen) -> Table:
 
 
 def _heads_table(revisions, behind: dict | None) -> Table:
+    from pipelines.warehouse_status import upstream_heads
+
     table = Table(title="upstream head (newest revision held per source)")
     for column in ("source", "file", "revision", "committed at", "held"):
         table.add_column(column, justify="right" if column == "held" else "left")
-    from pipelines.warehouse_status import upstream_heads
-
     if behind is not None:
         table.add_column("new upstream", justify="right")
     for head in upstream_heads(revisions):
