@@ -18,9 +18,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from benchmarks.process import Measured, run_step
-from pipelines.store.generations import GenerationStore
-from pipelines.store.storage import Storage
-from pipelines.synthetic import Settings, generate, revisions_for
+from benchmarks.synthetic import Settings, generate, revisions_for
+from liger_warehouse.store.generations import GenerationStore
+from liger_warehouse.store.storage import Storage
 from tests.fake_github import FakeGitHub
 
 ROOT = Path(__file__).resolve().parent.parent

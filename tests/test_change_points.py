@@ -16,16 +16,16 @@ import pyarrow as pa
 import pytest
 from otava.analysis import compute_change_points
 
-from pipelines import change_points
-from pipelines.database import build_database
-from pipelines.store.generations import GenerationStore
-from pipelines.store.storage import Storage
+from liger_warehouse.analysis import change_points
+from liger_warehouse.serve.database import build_database
+from liger_warehouse.store.generations import GenerationStore
+from liger_warehouse.store.storage import Storage
 from tests import expected
 from tests.conftest import MIRROR, refresh
 from tests.plain_duckdb import open_views
 from tests.tiny_mirror import row, write_mirror
 
-# The documented parameters (pipelines/change_points.py, README): pinned here on purpose.
+# The documented parameters (liger_warehouse/analysis/change_points.py, README): pinned here on purpose.
 WINDOW, MAX_PVALUE, MIN_MAGNITUDE, MIN_POINTS = 50, 0.001, 0.05, 10
 VIEW = """
     select c.series_digest, c.run, c.prev_run, c.point_index, c.points, c.before_median, c.after_median,

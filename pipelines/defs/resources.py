@@ -5,19 +5,19 @@ from pathlib import Path
 
 import dagster as dg
 
-from pipelines.database import database_path
-from pipelines.store.generations import GenerationStore, RunLedger
-from pipelines.store.raw import RawStore
-from pipelines.store.storage import Storage
-from pipelines.upstream.http import HttpPolicy
-from pipelines.upstream.open import (
+from liger_warehouse.serve.database import database_path
+from liger_warehouse.store.generations import GenerationStore, RunLedger
+from liger_warehouse.store.raw import RawStore
+from liger_warehouse.store.storage import Storage
+from liger_warehouse.upstream.http import HttpPolicy
+from liger_warehouse.upstream.open import (
     DEFAULT_API_BASE,
     DEFAULT_RAW_BASE,
     DEFAULT_UPSTREAM,
     UpstreamSettings,
     open_upstream,
 )
-from pipelines.upstream.sources import Upstream
+from liger_warehouse.upstream.sources import Upstream
 
 
 class WarehouseResource(dg.ConfigurableResource):

@@ -6,15 +6,15 @@ checks audit it, and only then ``published_generation`` switches readers over to
 
 import dagster as dg
 
-from pipelines.column_docs import column_description
-from pipelines.database import rebuild_if_stale
+from liger_warehouse.build.ingest import GenerationBuilder
+from liger_warehouse.migration.migrate import migrate
+from liger_warehouse.model.column_docs import column_description
+from liger_warehouse.model.tables import DESCRIPTIONS, INGESTED, SCHEMAS
+from liger_warehouse.runtime.refresh_summary import repository_url, revisions_markdown
+from liger_warehouse.serve.database import rebuild_if_stale
+from liger_warehouse.store.generations import Generation
 from pipelines.defs.resources import UpstreamResource, WarehouseResource
 from pipelines.defs.upstream.assets import FetchedUpstream
-from pipelines.ingest import GenerationBuilder
-from pipelines.migrate import migrate
-from pipelines.refresh_summary import repository_url, revisions_markdown
-from pipelines.store.generations import Generation
-from pipelines.tables import DESCRIPTIONS, INGESTED, SCHEMAS
 
 GROUP = "warehouse"
 
