@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -129,9 +128,7 @@ UpstreamOpt = Annotated[
 
 def warehouse_root(warehouse: str | None) -> str:
     """The warehouse root to use; a local root that exists must be a directory."""
-    if warehouse:
-        os.environ[settings.WAREHOUSE_DIR] = warehouse
-    root = settings.warehouse_dir()
+    root = warehouse or settings.current().dir
     storage = Storage(root)
     if storage.is_local and Path(storage.root).exists() and not Path(storage.root).is_dir():
         raise CliError(
@@ -139,12 +136,6 @@ def warehouse_root(warehouse: str | None) -> str:
             "point --warehouse or LIGER_WAREHOUSE_DIR at a directory (a refresh creates it)",
         )
     return root
-
-
-def use_upstream(upstream: str | None) -> None:
-    """Read upstream from ``upstream`` in this process, when given."""
-    if upstream:
-        os.environ[settings.UPSTREAM] = upstream
 
 
 def open_database(warehouse: str | None, allow_read: Sequence[Path] = ()) -> duckdb.DuckDBPyConnection:

@@ -9,13 +9,14 @@ there is not).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import dagster as dg
 from dagster._core.instance.ref import InstanceRef
+
+from liger_warehouse import settings
 
 DEFAULT_HOME = ".dagster_home"
 CONFIG = "dagster.yaml"
@@ -29,7 +30,7 @@ telemetry:
 
 def instance_home() -> Path:
     """``$DAGSTER_HOME``, else ``./.dagster_home``."""
-    explicit = os.getenv("DAGSTER_HOME")
+    explicit = settings.current().dagster_home
     return Path(explicit).expanduser() if explicit else Path(DEFAULT_HOME).resolve()
 
 
@@ -43,7 +44,7 @@ def dagster_instance(create: bool = True) -> Iterator[dg.DagsterInstance | None]
             yield None
             return
         home.mkdir(parents=True)
-    if os.getenv("DAGSTER_HOME"):
+    if settings.current().dagster_home:
         if create and not (home / CONFIG).exists():
             (home / CONFIG).write_text(MINIMAL_CONFIG)
         with dg.DagsterInstance.get() as instance:

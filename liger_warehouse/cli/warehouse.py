@@ -26,7 +26,6 @@ from liger_warehouse.cli.app import (
     console,
     options,
     print_error,
-    use_upstream,
     warehouse_root,
 )
 from liger_warehouse.cli.instance import dagster_instance, instance_home
@@ -51,7 +50,6 @@ def refresh(warehouse: WarehouseOpt = None, upstream: UpstreamOpt = None) -> Non
     rejected; 3 when another refresh of the same warehouse is running.
     """
     root = warehouse_root(warehouse)
-    use_upstream(upstream)
     gens = GenerationStore(Storage(root))
     try:
         lock = gens.try_lock("refresh")
@@ -60,21 +58,25 @@ def refresh(warehouse: WarehouseOpt = None, upstream: UpstreamOpt = None) -> Non
         raise typer.Exit(3) from None
     started = time.monotonic()
     with lock:
-        result, warnings = run_job("refresh", gens.storage)
+        result, warnings = run_job("refresh", gens.storage, upstream=upstream)
     _print_refresh(gens, result, warnings, time.monotonic() - started)
     rejected = gens.current().summary.get("rejected", []) if result.success else []
     if not result.success or rejected:
         raise typer.Exit(1)
 
 
-def _run_config(storage: Storage, ops: dict | None) -> dict:
+def _run_config(storage: Storage, ops: dict | None, upstream: str | None = None) -> dict:
     """The warehouse root travels with the run, so the outputs run that the sensor starts after
-    it writes to the same warehouse. Dagster's console log is left to --debug: the progress
-    bars and the summary say what happened, once. ``ops``: the ops' own config, if any."""
+    it writes to the same warehouse; so does ``--upstream``, when given. Dagster's console log
+    is left to --debug: the progress bars and the summary say what happened, once. ``ops``: the
+    ops' own config, if any."""
     level = "DEBUG" if options.debug else "CRITICAL"
+    resources = {"warehouse": {"config": {"root": storage.url}}}
+    if upstream:
+        resources["upstream"] = {"config": {"upstream": upstream}}
     return {
         "loggers": {"console": {"config": {"log_level": level}}},
-        "resources": {"warehouse": {"config": {"root": storage.url}}},
+        "resources": resources,
         **({"ops": ops} if ops else {}),
     }
 
@@ -93,7 +95,7 @@ def _said_once() -> Iterator[None]:
         logger.removeHandler(quiet)
 
 
-def run_job(name: str, storage: Storage, ops: dict | None = None):
+def run_job(name: str, storage: Storage, ops: dict | None = None, upstream: str | None = None):
     """Execute job ``name`` (``refresh``, ``imports``) in-process, with progress bars fed by its
     events; returns the result and the run's warnings, each once."""
     from liger_warehouse.cli.progress_view import RefreshProgress
@@ -109,7 +111,7 @@ def run_job(name: str, storage: Storage, ops: dict | None = None):
                 result = job.execute_in_process(
                     instance=instance,
                     raise_on_error=False,
-                    run_config=_run_config(storage, ops),
+                    run_config=_run_config(storage, ops, upstream),
                     run_id=run_id,
                     tags={LAUNCHED_BY: "cli"},
                 )
@@ -182,7 +184,6 @@ def status(
     when --check-upstream cannot list upstream (one line says why; nothing else is printed).
     """
     storage = Storage(warehouse_root(warehouse))
-    use_upstream(upstream)
     gens = GenerationStore(storage)
     gen_id = gens.current_id()
     if gen_id is None:
@@ -190,7 +191,7 @@ def status(
         raise typer.Exit(1)
     gen = gens.load(gen_id)
     revisions = gens.read_table(gen, "dim_upstream_revision")
-    ahead = _upstream_ahead(revisions) if check_upstream else None
+    ahead = _upstream_ahead(revisions, upstream) if check_upstream else None
     out = Console()
     out.print(f"published generation [bold]{gen.id}[/bold] (created {gen.created_at})")
     out.print(f"last refresh: {_last_refresh()}")
@@ -238,7 +239,7 @@ def _last_refresh() -> str:
     return f"{stamp}, {record.dagster_run.status.value.lower()} (run {record.dagster_run.run_id[:8]})"
 
 
-def _upstream_ahead(revisions) -> dict:
+def _upstream_ahead(revisions, upstream: str | None) -> dict:
     """How many revisions upstream lists now that the warehouse lacks, per source. An upstream
     that cannot be listed raises: status then says why instead of counting nothing."""
     from liger_warehouse.upstream.open import open_upstream, settings_from_env
@@ -248,5 +249,5 @@ def _upstream_ahead(revisions) -> dict:
 
     with tempfile.TemporaryDirectory() as scratch, progress.listening(notices=announce), _said_once():
         # ETags go to scratch space: status never writes to the warehouse.
-        listing = open_upstream(settings_from_env(), Storage(scratch)).list()
+        listing = open_upstream(settings_from_env(upstream), Storage(scratch)).list()
     return behind(revisions, listing)

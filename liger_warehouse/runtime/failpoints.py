@@ -16,15 +16,15 @@ import signal
 import time
 from pathlib import Path
 
-ENV = "LIGER_WAREHOUSE_FAILPOINT"
-PAUSE_ENV = "LIGER_WAREHOUSE_PAUSE"
+from liger_warehouse import settings
+
 _hits: dict[str, int] = {}
 
 
 def failpoint(name: str) -> None:
-    if pause := os.environ.get(PAUSE_ENV):
+    spec, pause = settings.fault_injection()
+    if pause:
         _pause(name, pause)
-    spec = os.environ.get(ENV)
     if not spec:
         return
     # Names may hold ":" themselves ("storage-replace:raw"), so only a numeric suffix is a count.

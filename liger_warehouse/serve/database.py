@@ -25,6 +25,7 @@ from pathlib import Path
 
 import duckdb
 
+from liger_warehouse import settings
 from liger_warehouse.model.tables import SCHEMAS, empty
 from liger_warehouse.runtime.failpoints import failpoint
 from liger_warehouse.store.generations import Generation, GenerationStore
@@ -35,12 +36,10 @@ DATABASE = "liger.duckdb"
 STORAGE_COMPATIBILITY = "v1.0.0"
 # The repository's top-level sql/, installed as the package liger_warehouse.sql (setup.py).
 SQL_DIR = Path(str(resources.files("liger_warehouse.sql")))
-CACHE_DIR = "LIGER_WAREHOUSE_CACHE_DIR"
 # Never fetch an extension at run time: a missing one is an error, not a download.
 NO_DOWNLOADS = {"autoinstall_known_extensions": "false"}
 # DuckDB's own default is 80% of RAM; the refresh's budget is 3 GiB for the whole process tree,
 # so its queries spill to disk past this instead of growing (issue 5, docs/PERFORMANCE.md).
-MEMORY_LIMIT = "LIGER_WAREHOUSE_DUCKDB_MEMORY_LIMIT"
 DEFAULT_MEMORY_LIMIT = "1GB"
 # The one setting a locked-down session may still change (README: `set memory_limit`).
 SESSION_SETTINGS = ("memory_limit",)
@@ -255,12 +254,14 @@ def _memory() -> dict[str, str]:
     """DuckDB's memory limit, and where it spills beyond it (local scratch, also for s3 roots)."""
     spill = cache_dir() / "duckdb-spill"
     spill.mkdir(parents=True, exist_ok=True)
-    return {"memory_limit": os.getenv(MEMORY_LIMIT) or DEFAULT_MEMORY_LIMIT, "temp_directory": str(spill)}
+    limit = settings.current().duckdb_memory_limit or DEFAULT_MEMORY_LIMIT
+    return {"memory_limit": limit, "temp_directory": str(spill)}
 
 
 def cache_dir() -> Path:
     """Local scratch space: ``$LIGER_WAREHOUSE_CACHE_DIR``, else ``$XDG_CACHE_HOME/liger-warehouse``."""
-    base = os.getenv(CACHE_DIR) or os.path.join(os.getenv("XDG_CACHE_HOME") or "~/.cache", "liger-warehouse")
+    s = settings.current()
+    base = s.cache_dir or os.path.join(s.xdg_cache_home or "~/.cache", "liger-warehouse")
     return Path(base).expanduser()
 
 

@@ -15,7 +15,8 @@ from pathlib import Path
 
 from fsspec import AbstractFileSystem
 
-S3_ENDPOINT = "LIGER_WAREHOUSE_S3_ENDPOINT"
+from liger_warehouse import settings
+
 S3_PROTOCOLS = ("s3", "s3a")
 
 
@@ -30,7 +31,7 @@ def storage_options(url: str) -> dict:
     # No listing cache: another writer's new objects (a new CURRENT, new parts) must be seen at
     # once; a stale listing could make a content-addressed write skip or a reader miss a part.
     options: dict = {"use_listings_cache": False}
-    endpoint = os.getenv(S3_ENDPOINT)
+    endpoint = settings.current().s3_endpoint
     if endpoint:
         options["endpoint_url"] = endpoint
     return options

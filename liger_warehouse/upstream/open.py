@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from liger_warehouse import settings as env
 from liger_warehouse.model.revisions import DEFAULT_PATHS
+from liger_warehouse.settings import DEFAULT_API_BASE, DEFAULT_RAW_BASE, DEFAULT_UPSTREAM
 from liger_warehouse.store.storage import Storage
 from liger_warehouse.upstream.http import ConditionalCache, HttpClient, HttpPolicy, UpstreamError
 from liger_warehouse.upstream.sources import GITHUB_PREFIX, GitHubUpstream, MirrorUpstream, Upstream
-
-DEFAULT_UPSTREAM = "github:linkedin/Liger-Kernel"
-DEFAULT_API_BASE = "https://api.github.com"
-DEFAULT_RAW_BASE = "https://raw.githubusercontent.com"
 
 
 @dataclass(frozen=True)
@@ -53,18 +50,14 @@ def open_upstream(settings: UpstreamSettings, state: Storage) -> Upstream:
     return MirrorUpstream(root.resolve(), settings.paths, settings.policy.max_bytes)
 
 
-def settings_from_env() -> UpstreamSettings:
-    """The settings the ``upstream`` resource reads, for code that runs outside Dagster."""
+def settings_from_env(upstream: str | None = None) -> UpstreamSettings:
+    """The settings the ``upstream`` resource reads, for code that runs outside Dagster;
+    ``upstream``, when given, in place of the configured one."""
+    s = env.current()
     policy = HttpPolicy(
-        timeout=float(os.getenv("LIGER_WAREHOUSE_TIMEOUT_SECONDS", "30")),
-        max_attempts=int(os.getenv("LIGER_WAREHOUSE_MAX_ATTEMPTS", "5")),
-        backoff_base=float(os.getenv("LIGER_WAREHOUSE_BACKOFF_SECONDS", "1")),
-        max_bytes=int(os.getenv("LIGER_WAREHOUSE_MAX_DOWNLOAD_MB", "256")) * 1024 * 1024,
+        timeout=s.timeout_seconds,
+        max_attempts=s.max_attempts,
+        backoff_base=s.backoff_seconds,
+        max_bytes=s.max_download_mb * 1024 * 1024,
     )
-    return UpstreamSettings(
-        os.getenv("LIGER_WAREHOUSE_UPSTREAM", DEFAULT_UPSTREAM),
-        os.getenv("LIGER_WAREHOUSE_GITHUB_API", DEFAULT_API_BASE),
-        os.getenv("LIGER_WAREHOUSE_GITHUB_RAW", DEFAULT_RAW_BASE),
-        os.getenv("GITHUB_TOKEN") or None,
-        policy=policy,
-    )
+    return UpstreamSettings(upstream or s.upstream, s.github_api, s.github_raw, s.github_token, policy=policy)
