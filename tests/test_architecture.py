@@ -42,7 +42,6 @@ DAGSTER_RUNNER = {"liger_warehouse.cli.instance", "liger_warehouse.cli.warehouse
 MAX_LINES = 400
 # Modules still over MAX_LINES, with their length when listed: the list may only shrink.
 OVERSIZED = {
-    "liger_warehouse/analysis/change_points.py": 635,
     "liger_warehouse/build/ingest.py": 546,
     "liger_warehouse/export/kernelindex.py": 409,
     "liger_warehouse/imports/kernelindex.py": 454,
