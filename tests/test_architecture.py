@@ -43,8 +43,6 @@ MAX_LINES = 400
 # Modules still over MAX_LINES, with their length when listed: the list may only shrink.
 OVERSIZED = {
     "liger_warehouse/build/ingest.py": 546,
-    "liger_warehouse/export/kernelindex.py": 409,
-    "liger_warehouse/imports/kernelindex.py": 454,
 }
 
 

@@ -15,7 +15,7 @@ from jsonschema import Draft202012Validator
 from typer.testing import CliRunner
 
 from liger_warehouse.cli import app
-from liger_warehouse.export.kernelindex import schema, validate_record
+from liger_warehouse.export.record_schema import schema, validate_record
 from liger_warehouse.store.generations import GenerationStore
 from liger_warehouse.store.storage import Storage
 from tests.conftest import REFERENCE, env

@@ -18,7 +18,7 @@ import pytest
 from typer.testing import CliRunner
 
 from liger_warehouse.cli import app
-from liger_warehouse.imports.kernelindex import split_ndjson
+from liger_warehouse.imports.ndjson import split_ndjson
 from liger_warehouse.model.digests import digest
 from liger_warehouse.model.tables import DERIVED
 from liger_warehouse.store.generations import GenerationStore

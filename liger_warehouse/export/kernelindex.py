@@ -8,19 +8,15 @@ the checkout) is the reference a test compares against field by field. Pure logi
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import cache, lru_cache
-from importlib.resources import files
+from functools import lru_cache
 from typing import Any
 
-import jsonschema_rs
-from jsonschema import Draft202012Validator
-
+from liger_warehouse.export.record_schema import validate_record
 from liger_warehouse.model.catalog.gpus import gpu_slug, lookup_gpu, lookup_gpu_by_slug
 from liger_warehouse.model.catalog.kernels import kernel_title
 from liger_warehouse.model.workload import decode_workload_slug, workload_slug
@@ -29,7 +25,6 @@ API_VERSION = "kernelindex.dev/v1alpha1"
 SOURCE = "liger-kernel-bench"
 FAMILY = "liger_kernel_bench"
 NAME_LIMIT = 100
-MESSAGE_LIMIT = 300
 HARNESS = {
     "name": "Liger-Kernel benchmark scripts",
     "repository": "https://github.com/linkedin/Liger-Kernel",
@@ -378,32 +373,3 @@ def result_from_kernelindex(record: Mapping[str, Any]) -> dict[str, Any]:
     for key in DIGEST_KEYS:
         result[key] = spec[_camel(key)]
     return result
-
-
-@cache
-def schema() -> dict[str, Any]:
-    """The JSON Schema of exported records (``kernelindex.schema.json`` in this package)."""
-    text = files(__package__).joinpath("kernelindex.schema.json").read_text(encoding="utf-8")
-    return json.loads(text)
-
-
-@cache
-def _fast_validator() -> jsonschema_rs.Draft202012Validator:
-    # Compiled (Rust), about a hundred times faster than jsonschema: every exported and imported
-    # record is validated. jsonschema stays for the error messages of the records that fail.
-    return jsonschema_rs.Draft202012Validator(schema())
-
-
-@cache
-def _validator() -> Draft202012Validator:
-    Draft202012Validator.check_schema(schema())
-    return Draft202012Validator(schema())
-
-
-def validate_record(record: Any) -> list[str]:
-    """Schema violations of a record as ``"<json path>: <message>"``; empty when valid."""
-    if _fast_validator().is_valid(record):
-        return []
-    errors = sorted(_validator().iter_errors(record), key=lambda error: error.json_path)
-    # Messages quote the offending instance; cap them so one bad record cannot flood a log.
-    return [f"{error.json_path}: {error.message}"[:MESSAGE_LIMIT] for error in errors]

@@ -20,7 +20,8 @@ from typing import BinaryIO
 import duckdb
 import orjson
 
-from liger_warehouse.export.kernelindex import kernelindex_record, validate_record
+from liger_warehouse.export.kernelindex import kernelindex_record
+from liger_warehouse.export.record_schema import validate_record
 from liger_warehouse.export.records import ResultFilter, connect, count_results, iter_results
 from liger_warehouse.store.generations import Generation, GenerationStore
 from liger_warehouse.store.storage import Storage
