@@ -231,7 +231,7 @@ def render(results: dict) -> str:
                 out += step_rows(runs, str(h["history"]))
         lines, t = no_change_rows(results["incremental"])
         targets += t
-        out += ["", "### No-change refresh", "", "Upstream served by `tests/fake_github.py` from the same mirror; "
+        out += ["", "### No-change refresh", "", "Upstream served by `tests/fake_github/` from the same mirror; "
                 "the first refresh of each warehouse through it fills the listing ETag cache and is not counted.",
                 "", *lines]
     lines, t = view_rows(results.get("views"))

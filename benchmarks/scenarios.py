@@ -1,7 +1,7 @@
 """The benchmark scenarios of issue 5, each a series of measured processes.
 
 Every refresh is ``benchmarks.probe``: the real ``refresh`` job, in its own process, against a
-synthetic mirror directory (or the same mirror served by ``tests/fake_github.py`` when the
+synthetic mirror directory (or the same mirror served by ``tests/fake_github/`` when the
 requests are what is measured). Mirrors are generated once per setting and cached in the work
 directory; warehouses are rebuilt per repeat.
 """

@@ -1,215 +1,29 @@
-"""A fake GitHub for tests: the REST API and the raw-content host, on loopback.
-
-It serves a mirror directory laid out as described in ``shared/README.md``::
-
-    commits/<stem>.json                          -> list-commits responses
-    raw/<sha>/benchmark/data/<stem>.csv.gz       -> raw file content at a commit
-    gh-pages/benchmarks/...                      -> the gh-pages branch
-
-URL shapes (``<port>`` is chosen by the OS, ``owner``/``repo`` default to
-``linkedin``/``Liger-Kernel`` and are matched case-insensitively, as GitHub does)::
-
-    GET http://127.0.0.1:<port>/api/v3/repos/<owner>/<repo>/commits
-            ?path=benchmark/data/<stem>.csv&per_page=N&page=K[&since=ISO][&until=ISO]
-    GET http://127.0.0.1:<port>/raw/<owner>/<repo>/<sha>/benchmark/data/<stem>.csv
-    GET http://127.0.0.1:<port>/raw/<owner>/<repo>/gh-pages/benchmarks/commits.txt
-    GET http://127.0.0.1:<port>/raw/<owner>/<repo>/gh-pages/benchmarks/golden_commits.json
-    GET http://127.0.0.1:<port>/raw/<owner>/<repo>/gh-pages/benchmarks/<run>/benchmark.csv
-
-HEAD is answered too. Everything else is a 404 (JSON on the API, ``404: Not Found`` on
-the raw host). Files are read from disk on every request, so a test may edit its copy of
-the mirror while the server runs.
-
-Fault injection (``FakeGitHub.inject``) takes a fault built by the factory functions in
-this module: :func:`status`, :func:`rate_limited`, :func:`retry_after`, :func:`reset`,
-:func:`stall`, :func:`truncate`, :func:`wrong_length`, :func:`html`,
-:func:`redirect_loop` and :func:`huge`.
-"""
+"""The fake GitHub's loopback HTTP server: lifecycle, addresses, the request log, fault rules
+and the writing of responses (``routes.py`` decides what a normal response is, ``faults.py``
+what an injected fault does)."""
 
 from __future__ import annotations
 
 import contextlib
 import fnmatch
-import gzip
-import hashlib
-import json
-import math
 import re
 import socket
 import struct
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from collections.abc import Callable
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
 
-API_PREFIX = "/api/v3"
-RAW_PREFIX = "/raw"
-DEFAULT_PER_PAGE = 30
-GITHUB_PER_PAGE_MAX = 100
-# A stalled handler must never keep a test (or stop()) waiting longer than this.
-MAX_STALL_SECONDS = 30.0
-# Marks the second and later hops of a redirect loop, so that following the loop does not
-# consume the `times` budget of the rule that started it.
-LOOP_PARAM = "__fake_redirect_loop"
+from tests.fake_github.faults import LOOP_PARAM, Fault, FaultKind, huge_body, redirect_loop
+from tests.fake_github.routes import API_PREFIX, GITHUB_PER_PAGE_MAX, HTML, RAW_PREFIX, TEXT, GitHubRoutes, Response
 
-_JSON = "application/json; charset=utf-8"
-_TEXT = "text/plain; charset=utf-8"
-_HTML = "text/html; charset=utf-8"
-_RAW_NOT_FOUND = b"404: Not Found"
-_API_DOCS = "https://docs.github.com/rest"
-_CSV_HEADER = (
-    b"kernel_name,kernel_provider,kernel_operation_mode,metric_name,metric_unit,x_name,"
-    b"x_label,x_value,y_value_50,y_value_20,y_value_80,extra_benchmark_config_str,gpu_name,"
-    b"timestamp,liger_version\n"
-)
-_CSV_FILLER_ROW = (
-    b'huge,liger,full,speed,ms,V,vocab size,4096,1.0,0.9,1.1,"{""B"": 8}",'
-    b"NVIDIA A100-SXM4-80GB,2024-09-03 15:32:05,0.0.0\n"
-)
-_HUGE_CHUNK = 64 * 1024
-_STEM_RE = re.compile(r"benchmark/data/([A-Za-z0-9_][A-Za-z0-9_.-]*)\.csv")
-_COMMITS_RE = re.compile(r"/repos/([^/]+)/([^/]+)/commits/?")
-
-FaultKind = Literal[
-    "status",
-    "reset",
-    "stall",
-    "truncate",
-    "wrong_length",
-    "html",
-    "redirect_loop",
-    "huge",
-]
 Host = Literal["api", "raw", "other"]
-
-
-# --------------------------------------------------------------------------- faults
-
-
-@dataclass(frozen=True)
-class Fault:
-    """One misbehaviour of the server. Build it with the factory functions below."""
-
-    kind: FaultKind
-    code: int = 200
-    headers: tuple[tuple[str, str], ...] = ()
-    body: bytes = b""
-    seconds: float = 0.0
-    after_headers: bool = False
-    n_bytes: int = 0
-    delta: int = 0
-    chunked: bool = False
-
-
-def status(code: int, headers: Mapping[str, str] | None = None, body: bytes = b"") -> Fault:
-    """Answer with `code`, the given headers and body instead of the real response."""
-    return Fault("status", code=code, headers=tuple((headers or {}).items()), body=body)
-
-
-def rate_limited(reset_at: int | None = None, code: int = 403) -> Fault:
-    """GitHub's primary rate limit: 403, ``X-RateLimit-Remaining: 0`` and the reset epoch.
-
-    `reset_at` defaults to one second from the moment the fault is served, so a client
-    that honours it waits only briefly.
-    """
-    reset_epoch = reset_at if reset_at is not None else -1  # resolved when served
-    body = json.dumps(
-        {
-            "message": "API rate limit exceeded for 127.0.0.1.",
-            "documentation_url": _API_DOCS,
-        }
-    ).encode()
-    return Fault(
-        "status",
-        code=code,
-        headers=(
-            ("Content-Type", _JSON),
-            ("X-RateLimit-Limit", "60"),
-            ("X-RateLimit-Remaining", "0"),
-            ("X-RateLimit-Used", "60"),
-            ("X-RateLimit-Reset", str(reset_epoch)),
-            ("X-RateLimit-Resource", "core"),
-        ),
-        body=body,
-    )
-
-
-def retry_after(seconds: int, code: int = 429) -> Fault:
-    """A secondary rate limit / overload answer carrying ``Retry-After: <seconds>``."""
-    body = json.dumps({"message": "You have exceeded a secondary rate limit.", "documentation_url": _API_DOCS}).encode()
-    return Fault(
-        "status",
-        code=code,
-        headers=(("Content-Type", _JSON), ("Retry-After", str(seconds))),
-        body=body,
-    )
-
-
-def reset() -> Fault:
-    """Close the connection with a TCP RST (SO_LINGER 0) without sending any response."""
-    return Fault("reset")
-
-
-def stall(seconds: float, *, after_headers: bool = False) -> Fault:
-    """Wait `seconds` (capped at ``MAX_STALL_SECONDS``) before responding.
-
-    With ``after_headers=True`` the status line and headers go out first and the wait is
-    between them and the body, which exercises a client's read timeout rather than its
-    time-to-first-byte. The wait ends early when the server stops.
-    """
-    return Fault("stall", seconds=min(max(seconds, 0.0), MAX_STALL_SECONDS), after_headers=after_headers)
-
-
-def truncate(n_bytes: int) -> Fault:
-    """Send the real headers (correct Content-Length) but only the first `n_bytes` of the
-    body, then close. At least one byte is always withheld, so the body is never complete."""
-    return Fault("truncate", n_bytes=max(n_bytes, 0))
-
-
-def wrong_length(delta: int) -> Fault:
-    """Announce ``Content-Length: len(body) + delta``, send the whole body, then close.
-
-    A positive `delta` makes the body look cut short (the client sees an incomplete
-    message); a negative one makes a compliant client silently receive a shortened body.
-    """
-    if delta == 0:
-        raise ValueError("wrong_length needs a non-zero delta")
-    return Fault("wrong_length", delta=delta)
-
-
-def html() -> Fault:
-    """200 with an HTML error page (text/html) where CSV or JSON was expected."""
-    return Fault("html")
-
-
-def redirect_loop() -> Fault:
-    """302 to the same URL forever.
-
-    The first hop points at the requested URL with ``LOOP_PARAM`` added to its query;
-    that URL then redirects to itself on every request, whatever the injected rules say.
-    So the rule's `times` counts fetch attempts, not hops: with ``times=1`` the first
-    attempt loops until the client gives up, and a retry of the original URL is served
-    normally.
-    """
-    return Fault("redirect_loop")
-
-
-def huge(n_bytes: int, *, chunked: bool = False) -> Fault:
-    """200 with an `n_bytes` body (a CSV header followed by filler rows), streamed in
-    64 KiB pieces so the fake never holds it in memory. With ``chunked=True`` it uses
-    ``Transfer-Encoding: chunked`` and no Content-Length, so a client cannot reject it up
-    front and must enforce its size cap while streaming."""
-    return Fault("huge", n_bytes=max(n_bytes, 0), chunked=chunked)
-
-
-# --------------------------------------------------------------------------- request log
 
 
 @dataclass(frozen=True)
@@ -233,13 +47,6 @@ class _Rule:
 
 
 @dataclass
-class _Response:
-    code: int
-    headers: list[tuple[str, str]] = field(default_factory=list)
-    body: bytes = b""
-
-
-@dataclass
 class _Sent:
     """The live log entry of one request.
 
@@ -258,9 +65,6 @@ class _Sent:
 
     def snapshot(self) -> RequestRecord:
         return RequestRecord(self.method, self.path, self.code, self.body_bytes, self.headers, self.host, self.fault)
-
-
-# --------------------------------------------------------------------------- server
 
 
 class _Server(ThreadingHTTPServer):
@@ -302,7 +106,7 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
 
-class FakeGitHub:
+class FakeGitHub(GitHubRoutes):
     """A loopback HTTP server posing as api.github.com and raw.githubusercontent.com.
 
     Use as a context manager (or call :meth:`start` / :meth:`stop`)::
@@ -556,22 +360,22 @@ class FakeGitHub:
                 for k, v in fault.headers
             ]
             if fault.body and not any(k.lower() == "content-type" for k, _ in headers):
-                headers.append(("Content-Type", _TEXT))
-            self._write(h, _Response(fault.code, headers, fault.body), head, sent)
+                headers.append(("Content-Type", TEXT))
+            self._write(h, Response(fault.code, headers, fault.body), head, sent)
         elif kind == "html":
             page = (
                 b"<!DOCTYPE html>\n<html><head><title>Unicorn! &middot; GitHub</title></head>"
                 b"<body><h1>No server is currently available to service your request.</h1>"
                 b"<p>Sorry about that. Please try refreshing.</p></body></html>\n"
             )
-            self._write(h, _Response(200, [("Content-Type", _HTML)], page), head, sent)
+            self._write(h, Response(200, [("Content-Type", HTML)], page), head, sent)
         elif kind == "redirect_loop":
             parts = urlsplit(target)
             query = parse_qsl(parts.query, keep_blank_values=True)
             if not any(k == LOOP_PARAM for k, _ in query):
                 query.append((LOOP_PARAM, "1"))
             location = f"{self.origin}{parts.path}?{urlencode(query)}"
-            self._write(h, _Response(302, [("Location", location)]), head, sent)
+            self._write(h, Response(302, [("Location", location)]), head, sent)
         elif kind == "huge":
             self._write_huge(h, fault, head, sent)
         elif kind == "stall":
@@ -602,7 +406,7 @@ class FakeGitHub:
                 self._write_body(h, resp.body, sent)
             h.close_connection = True
 
-    def _write_head(self, h: _Handler, resp: _Response, length: int | None, sent: _Sent) -> None:
+    def _write_head(self, h: _Handler, resp: Response, length: int | None, sent: _Sent) -> None:
         h.send_response(resp.code)
         for name, value in resp.headers:
             h.send_header(name, value)
@@ -616,19 +420,19 @@ class FakeGitHub:
         sent.body_bytes += len(data)
         h.wfile.write(data)
 
-    def _write(self, h: _Handler, resp: _Response, head: bool, sent: _Sent) -> None:
+    def _write(self, h: _Handler, resp: Response, head: bool, sent: _Sent) -> None:
         self._write_head(h, resp, len(resp.body), sent)
         if not head and resp.code != 304:
             self._write_body(h, resp.body, sent)
 
     def _write_huge(self, h: _Handler, fault: Fault, head: bool, sent: _Sent) -> None:
-        headers = [("Content-Type", _TEXT)]
+        headers = [("Content-Type", TEXT)]
         if fault.chunked:
             headers.append(("Transfer-Encoding", "chunked"))
-        self._write_head(h, _Response(200, headers), None if fault.chunked else fault.n_bytes, sent)
+        self._write_head(h, Response(200, headers), None if fault.chunked else fault.n_bytes, sent)
         if head:
             return
-        for piece in _huge_body(fault.n_bytes):
+        for piece in huge_body(fault.n_bytes):
             if self._stopping.is_set():
                 h.close_connection = True
                 return
@@ -640,256 +444,3 @@ class FakeGitHub:
                 self._write_body(h, piece, sent)
         if fault.chunked:
             h.wfile.write(b"0\r\n\r\n")
-
-    # ------------------------------------------------------------ normal serving
-
-    def _route(self, target: str, req_headers: dict[str, str]) -> _Response:
-        parts = urlsplit(target)
-        if parts.path.startswith(API_PREFIX + "/"):
-            return self._api(parts.path, parts.query, req_headers)
-        if parts.path.startswith(RAW_PREFIX + "/"):
-            return self._raw(parts.path, req_headers)
-        return _Response(404, [("Content-Type", _TEXT)], _RAW_NOT_FOUND)
-
-    def _is_us(self, owner: str, repo: str) -> bool:
-        return owner.lower() == self.owner.lower() and repo.lower() == self.repo.lower()
-
-    def _replacement(self, url_path: str) -> tuple[bool, bytes | None]:
-        key = unquote(url_path)
-        with self._lock:
-            if key in self._replacements:
-                return True, self._replacements[key]
-        return False, None
-
-    def _api(self, url_path: str, query: str, req_headers: dict[str, str]) -> _Response:
-        def json_response(code: int, payload: object, *, spend: bool = False) -> _Response:
-            body = json.dumps(payload, ensure_ascii=False).encode()
-            return self._api_response(code, body, req_headers, spend=spend)
-
-        if self.require_token is not None:
-            given = _bearer(req_headers.get("authorization", ""))
-            if given is None:
-                return json_response(401, {"message": "Requires authentication", "documentation_url": _API_DOCS})
-            if given != self.require_token:
-                return json_response(401, {"message": "Bad credentials", "documentation_url": _API_DOCS})
-        not_found = {"message": "Not Found", "documentation_url": _API_DOCS, "status": "404"}
-        replaced, body = self._replacement(url_path)
-        if replaced:
-            if body is None:
-                return json_response(404, not_found)
-            return self._api_response(200, body, req_headers, spend=True)
-        m = _COMMITS_RE.fullmatch(url_path[len(API_PREFIX) :])
-        if m is None or not self._is_us(m.group(1), m.group(2)):
-            return json_response(404, not_found)
-        with self._lock:
-            if time.time() >= self._rate_reset:
-                # A new rate-limit window, as GitHub opens one every hour.
-                self._rate_remaining = self.rate_limit
-                self._rate_reset = int(time.time()) + 3600
-            exhausted = self._rate_remaining <= 0
-        if exhausted:
-            return json_response(
-                403,
-                {
-                    "message": "API rate limit exceeded for 127.0.0.1.",
-                    "documentation_url": _API_DOCS,
-                },
-            )
-
-        params = parse_qsl(query, keep_blank_values=True)
-        args = dict(params)
-        try:
-            since = _parse_time(args.get("since"))
-            until = _parse_time(args.get("until"))
-        except ValueError as exc:
-            return json_response(422, {"message": str(exc), "documentation_url": _API_DOCS})
-        commits = self._commits_for(args.get("path", ""))
-        if since is not None or until is not None:
-            commits = [c for c in commits if _within(c, since, until)]
-
-        per_page = _positive_int(args.get("per_page"), DEFAULT_PER_PAGE)
-        per_page = min(per_page, self.per_page_max)
-        page = _positive_int(args.get("page"), 1)
-        last = max(1, math.ceil(len(commits) / per_page))
-        items = commits[(page - 1) * per_page : page * per_page]
-
-        # GitHub's rel order and presence: first page -> next,last; middle ->
-        # prev,next,last,first; last page -> prev,first; a single page -> no Link at all.
-        rels: list[tuple[str, int]] = []
-        if 1 < page <= last + 1:
-            rels.append(("prev", page - 1))
-        if page < last:
-            rels += [("next", page + 1), ("last", last)]
-        if page > 1:
-            rels.append(("first", 1))
-        resp = json_response(200, items, spend=True)
-        if rels:
-            base = f"{self.origin}{url_path}"
-            link = ", ".join(f'<{base}?{_with_page(params, n)}>; rel="{rel}"' for rel, n in rels)
-            resp.headers.append(("Link", link))
-        return resp
-
-    def _api_response(self, code: int, body: bytes, req_headers: dict[str, str], *, spend: bool) -> _Response:
-        etag = _etag(body)
-        not_modified = code == 200 and _matches_etag(req_headers.get("if-none-match"), etag)
-        with self._lock:
-            # Conditional hits are free on GitHub, which is why clients send If-None-Match.
-            if spend and code == 200 and not not_modified:
-                self._rate_remaining = max(self._rate_remaining - 1, 0)
-            remaining = self._rate_remaining
-        headers = [
-            ("Content-Type", _JSON),
-            ("Cache-Control", "private, max-age=60, s-maxage=60"),
-            ("Vary", "Accept, Authorization, Cookie"),
-            ("X-GitHub-Media-Type", "github.v3; format=json"),
-            ("X-RateLimit-Limit", str(self.rate_limit)),
-            ("X-RateLimit-Remaining", str(remaining)),
-            ("X-RateLimit-Reset", str(self._rate_reset)),
-            ("X-RateLimit-Used", str(self.rate_limit - remaining)),
-            ("X-RateLimit-Resource", "core"),
-        ]
-        if code == 200:
-            headers.append(("ETag", etag))
-        if not_modified:
-            return _Response(304, headers)
-        return _Response(code, headers, body)
-
-    def _commits_for(self, file_path: str) -> list[dict[str, Any]]:
-        m = _STEM_RE.fullmatch(file_path)
-        if m is None or ".." in m.group(1):
-            return []
-        path = self._inside(self.mirror_dir / "commits" / f"{m.group(1)}.json")
-        if path is None:
-            return []
-        data = json.loads(path.read_bytes())
-        return data if isinstance(data, list) else []
-
-    def _raw(self, url_path: str, req_headers: dict[str, str]) -> _Response:
-        not_found = _Response(404, [("Content-Type", _TEXT)], _RAW_NOT_FOUND)
-        replaced, body = self._replacement(url_path)
-        if replaced:
-            return not_found if body is None else self._raw_ok(body, req_headers)
-        parts = unquote(url_path[len(RAW_PREFIX) :]).split("/")[1:]
-        # Decoding first means %2e%2e and %2f cannot smuggle a traversal past this check.
-        if len(parts) < 4 or any(p in ("", ".", "..") or "\\" in p or "\0" in p for p in parts):
-            return not_found
-        owner, repo, ref, *rest = parts
-        # Upstream has no .gz files; those names exist only in the mirror.
-        if not self._is_us(owner, repo) or rest[-1].endswith(".gz"):
-            return not_found
-        base = self.mirror_dir / "gh-pages" if ref == "gh-pages" else self.mirror_dir / "raw" / ref
-        wanted = base.joinpath(*rest)
-        # A plain file wins over its .gz so a test can drop an uncompressed override in.
-        plain = self._inside(wanted)
-        if plain is not None:
-            return self._raw_ok(plain.read_bytes(), req_headers)
-        packed = self._inside(wanted.with_name(wanted.name + ".gz"))
-        if packed is not None:
-            return self._raw_ok(gzip.decompress(packed.read_bytes()), req_headers)
-        return not_found
-
-    def _raw_ok(self, body: bytes, req_headers: dict[str, str]) -> _Response:
-        etag = _etag(body)
-        headers = [
-            ("Content-Type", _TEXT),
-            ("Cache-Control", "max-age=300"),
-            ("ETag", etag),
-            ("X-Content-Type-Options", "nosniff"),
-        ]
-        if _matches_etag(req_headers.get("if-none-match"), etag):
-            return _Response(304, headers)
-        return _Response(200, headers, body)
-
-    def _inside(self, path: Path) -> Path | None:
-        """`path` if it is a regular file that resolves inside the mirror, else None."""
-        try:
-            resolved = path.resolve()
-        except OSError:
-            return None
-        if not resolved.is_relative_to(self._root) or not resolved.is_file():
-            return None
-        return resolved
-
-
-# --------------------------------------------------------------------------- helpers
-
-
-def _etag(body: bytes) -> str:
-    return '"' + hashlib.sha1(body, usedforsecurity=False).hexdigest() + '"'
-
-
-def _matches_etag(if_none_match: str | None, etag: str) -> bool:
-    """RFC 9110 weak comparison, which is what If-None-Match uses."""
-    if not if_none_match:
-        return False
-    if if_none_match.strip() == "*":
-        return True
-    ours = etag.removeprefix("W/")
-    return any(tag.strip().removeprefix("W/") == ours for tag in if_none_match.split(","))
-
-
-def _bearer(authorization: str) -> str | None:
-    scheme, _, value = authorization.strip().partition(" ")
-    if scheme.lower() in ("bearer", "token") and value.strip():
-        return value.strip()
-    return None
-
-
-def _positive_int(value: str | None, default: int) -> int:
-    # GitHub ignores nonsense paging values rather than rejecting the request.
-    try:
-        number = int(value) if value is not None else default
-    except ValueError:
-        return default
-    return number if number >= 1 else default
-
-
-def _with_page(params: list[tuple[str, str]], page: int) -> str:
-    """The query with `page` set, other params kept in their order (as GitHub does)."""
-    out: list[tuple[str, str]] = []
-    placed = False
-    for key, value in params:
-        if key == "page":
-            if not placed:
-                out.append(("page", str(page)))
-                placed = True
-        else:
-            out.append((key, value))
-    if not placed:
-        out.append(("page", str(page)))
-    return urlencode(out)
-
-
-def _parse_time(value: str | None) -> datetime | None:
-    if value is None or value == "":
-        return None
-    try:
-        return _aware(datetime.fromisoformat(value))
-    except ValueError:
-        raise ValueError(f"Invalid time value: {value!r}") from None
-
-
-def _aware(when: datetime) -> datetime:
-    # GitHub reads zone-less timestamps as UTC; comparing naive and aware would raise.
-    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
-
-
-def _within(commit: dict[str, Any], since: datetime | None, until: datetime | None) -> bool:
-    # GitHub filters `since`/`until` on the committer date.
-    raw = (commit.get("commit") or {}).get("committer", {}).get("date")
-    if not raw:
-        return True
-    when = _aware(datetime.fromisoformat(raw))
-    return (since is None or when >= since) and (until is None or when <= until)
-
-
-def _huge_body(n_bytes: int) -> Iterator[bytes]:
-    block = _CSV_FILLER_ROW * (_HUGE_CHUNK // len(_CSV_FILLER_ROW) + 1)
-    first = (_CSV_HEADER + block)[:_HUGE_CHUNK]
-    remaining = n_bytes
-    piece = first
-    while remaining > 0:
-        out = piece[:remaining]
-        yield out
-        remaining -= len(out)
-        piece = block[:_HUGE_CHUNK]
