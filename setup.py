@@ -1,12 +1,12 @@
 """What pyproject.toml cannot say: the analytic views stay in the top-level ``sql/`` directory
-and ship inside the package as ``pipelines.sql`` (read with importlib.resources; the derived-table
-models of ``sql/derived/`` too), so that a wheel, not only an editable install, builds
-liger.duckdb with every view."""
+and ship inside the package as ``liger_warehouse.sql`` (read with importlib.resources; the
+derived-table models of ``sql/derived/`` too), so that a wheel, not only an editable install,
+builds liger.duckdb with every view. ``pipelines`` is the Dagster code location beside it."""
 
 from setuptools import find_packages, setup
 
 setup(
-    packages=[*find_packages(include=["pipelines*"]), "pipelines.sql"],
-    package_dir={"pipelines.sql": "sql"},
-    package_data={"pipelines": ["**/*.json"], "pipelines.sql": ["*.sql", "derived/*.sql"]},
+    packages=[*find_packages(include=["liger_warehouse*", "pipelines*"]), "liger_warehouse.sql"],
+    package_dir={"liger_warehouse.sql": "sql"},
+    package_data={"liger_warehouse": ["**/*.json"], "liger_warehouse.sql": ["*.sql", "derived/*.sql"]},
 )

@@ -1,11 +1,11 @@
-"""Derive ``pipelines/synthetic/suite.json`` from an upstream mirror (run once, output committed).
+"""Derive ``benchmarks/synthetic/suite.json`` from an upstream mirror (run once, output committed).
 
 The suite is the shape of upstream's benchmark matrix, not its measurements: every sweep
 (kernel, x axis, config, x values), the provider/mode/metric series run over it with a typical
 magnitude and slope, the GPUs with their share of rows and the Liger versions in release order.
 The synthetic generator draws from it, so synthetic mirrors have upstream's cardinalities.
 
-    python -m benchmarks.derive_suite ../shared/upstream/liger-kernel > pipelines/synthetic/suite.json
+    python -m benchmarks.derive_suite ../shared/upstream/liger-kernel > benchmarks/synthetic/suite.json
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from pipelines.versions import version_sort_key
+from liger_warehouse.model.versions import version_sort_key
 
 GH_PAGES = "gh-pages"
 

@@ -52,7 +52,7 @@ def _published(result) -> bool:
 
 def main() -> None:
     created = psutil.Process().create_time()
-    from pipelines.cli.instance import dagster_instance
+    from liger_warehouse.cli.instance import dagster_instance
     from pipelines.definitions import load
 
     with dagster_instance() as instance:

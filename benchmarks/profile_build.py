@@ -21,13 +21,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from pipelines import checks
-from pipelines.fetch import fetch_revisions
-from pipelines.ingest import GenerationBuilder
-from pipelines.store.generations import GenerationStore
-from pipelines.store.raw import RawStore
-from pipelines.store.storage import Storage
-from pipelines.upstream.open import UpstreamSettings, open_upstream
+from liger_warehouse.audit import checks
+from liger_warehouse.build.ingest import GenerationBuilder
+from liger_warehouse.store.generations import GenerationStore
+from liger_warehouse.store.raw import RawStore
+from liger_warehouse.store.storage import Storage
+from liger_warehouse.upstream.fetch import fetch_revisions
+from liger_warehouse.upstream.open import UpstreamSettings, open_upstream
 
 
 def upstream_snapshots(storage: Storage, mirror: Path):
@@ -99,8 +99,10 @@ def main() -> None:
         gen = step("warehouse_tables", warehouse_tables, storage, listing, contents)
         outcomes = step("staged_generation_audit", staged_generation_audit, storage, gen.id)
         failed = [o for o in outcomes if not o.passed]
-        print(f"rows: {gen.rows('fact_result')} results, {gen.rows('fact_revision_member')} members; "
-              f"audit failures: {[(o.table, o.name, o.examples) for o in failed]}")
+        print(
+            f"rows: {gen.rows('fact_result')} results, {gen.rows('fact_revision_member')} members; "
+            f"audit failures: {[(o.table, o.name, o.examples) for o in failed]}"
+        )
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import duckdb
 
-from pipelines.synthetic.suite import MAIN_STEMS
+from benchmarks.synthetic.suite import MAIN_STEMS
 
 
 def csv_files(mirror: Path) -> list[Path]:

@@ -96,9 +96,13 @@ def full_build_rows(sizes: list[dict]) -> tuple[list[str], list[dict]]:
         )
         target = size["target_results"]
         if target >= 10**6:
-            targets.append({"target": f"full build at {target:.0e} >= {THROUGHPUT_TARGET}x raw limit",
-                            "measured": f"{_x(r)} (ingest steps {_x(ratio(copy.median, core.median))})",
-                            "ok": (r >= THROUGHPUT_TARGET) if job.n and copy.n else None})
+            targets.append(
+                {
+                    "target": f"full build at {target:.0e} >= {THROUGHPUT_TARGET}x raw limit",
+                    "measured": f"{_x(r)} (ingest steps {_x(ratio(copy.median, core.median))})",
+                    "ok": (r >= THROUGHPUT_TARGET) if job.n and copy.n else None,
+                }
+            )
         if target >= 10**7:
             ok = (rss.median <= MEMORY_TARGET) if rss.n else None
             targets.append({"target": "peak RSS at 1e7 <= 3 GiB", "measured": _s(rss, "GiB", GIB), "ok": ok})
@@ -145,10 +149,14 @@ def incremental_rows(histories: list[dict]) -> tuple[list[str], list[dict]]:
             f"{_s(summarize([r['wall'] for r in runs]))} |"
         )
         if h is histories[-1] and len(histories) > 1:
-            targets.append({"target": f"incremental at {h['history']} <= {INCREMENTAL_TARGET}x at "
-                            f"{histories[0]['history']} revisions",
-                            "measured": f"{_x(r)} (ingest steps {_x(core_r)})",
-                            "ok": (r <= INCREMENTAL_TARGET) if job.n else None})
+            targets.append(
+                {
+                    "target": f"incremental at {h['history']} <= {INCREMENTAL_TARGET}x at "
+                    f"{histories[0]['history']} revisions",
+                    "measured": f"{_x(r)} (ingest steps {_x(core_r)})",
+                    "ok": (r <= INCREMENTAL_TARGET) if job.n else None,
+                }
+            )
     return lines, targets
 
 
@@ -175,8 +183,13 @@ def no_change_rows(histories: list[dict]) -> tuple[list[str], list[dict]]:
         )
     measured = f"{worst_content} content bytes, {worst_written} Parquet bytes"
     ok = worst_content == 0 and worst_written == 0
-    return lines, [{"target": "no-change refresh: no content downloaded, 0 Parquet bytes written",
-                    "measured": measured, "ok": ok if len(lines) > 2 else None}]
+    return lines, [
+        {
+            "target": "no-change refresh: no content downloaded, 0 Parquet bytes written",
+            "measured": measured,
+            "ok": ok if len(lines) > 2 else None,
+        }
+    ]
 
 
 def view_rows(views: dict | None) -> tuple[list[str], list[dict]]:
@@ -192,8 +205,11 @@ def view_rows(views: dict | None) -> tuple[list[str], list[dict]]:
         if name != "scan fact_result" and r > worst[1]:
             worst = (name, r)
         lines.append(f"| `{name}` | {_s(s, 'ms', 1e-3, 0)} | {_n(views['rows'][name])} | {r:.1f}x |")
-    target = {"target": f"every view <= {VIEW_TARGET:.0f}x the single-pass scan",
-              "measured": f"worst {worst[0]} {worst[1]:.1f}x", "ok": worst[1] <= VIEW_TARGET}
+    target = {
+        "target": f"every view <= {VIEW_TARGET:.0f}x the single-pass scan",
+        "measured": f"worst {worst[0]} {worst[1]:.1f}x",
+        "ok": worst[1] <= VIEW_TARGET,
+    }
     return lines, [target]
 
 
@@ -202,17 +218,31 @@ def render(results: dict) -> str:
     out += machine_section(results["machine"], results["command"])
     for earlier in results.get("merged", []):
         m = earlier["machine"]
-        out += ["", f"Scenarios this run did not repeat are from the run of {m['date']} (load average "
-                f"{m['load_start']:.2f} to {m.get('load_end', float('nan')):.2f}): `{earlier['command']}`."]
+        out += [
+            "",
+            f"Scenarios this run did not repeat are from the run of {m['date']} (load average "
+            f"{m['load_start']:.2f} to {m.get('load_end', float('nan')):.2f}): `{earlier['command']}`.",
+        ]
     targets: list[dict] = []
     if results["full"]:
         lines, t = full_build_rows(results["full"])
         targets += t
-        out += ["", "### Full build", "", "Throughput of `refresh` from an empty warehouse (the job's wall time, "
-                "Dagster start-up excluded) beside DuckDB's `COPY (FROM read_csv([...gz files])) TO '...parquet'` "
-                "over the same gzipped CSV files, measured alternately in the same run. Peak RSS is the whole "
-                "process tree's.", "", *lines, "", "Per step (median seconds / peak RSS during the step):", "",
-                "| results | steps |", "|---:|---|"]
+        out += [
+            "",
+            "### Full build",
+            "",
+            "Throughput of `refresh` from an empty warehouse (the job's wall time, "
+            "Dagster start-up excluded) beside DuckDB's `COPY (FROM read_csv([...gz files])) TO '...parquet'` "
+            "over the same gzipped CSV files, measured alternately in the same run. Peak RSS is the whole "
+            "process tree's.",
+            "",
+            *lines,
+            "",
+            "Per step (median seconds / peak RSS during the step):",
+            "",
+            "| results | steps |",
+            "|---:|---|",
+        ]
         for size in results["full"]:
             builds = _builds(size)
             if builds:
@@ -223,17 +253,32 @@ def render(results: dict) -> str:
     if results["incremental"]:
         lines, t = incremental_rows(results["incremental"])
         targets += t
-        out += ["", "### Incremental refresh: one new nightly run", "", *lines, "",
-                "Per step (median seconds / peak RSS during the step):", "", "| history | steps |", "|---:|---|"]
+        out += [
+            "",
+            "### Incremental refresh: one new nightly run",
+            "",
+            *lines,
+            "",
+            "Per step (median seconds / peak RSS during the step):",
+            "",
+            "| history | steps |",
+            "|---:|---|",
+        ]
         for h in results["incremental"]:
             runs = [r for r in h["runs"] if r["ok"]]
             if runs:
                 out += step_rows(runs, str(h["history"]))
         lines, t = no_change_rows(results["incremental"])
         targets += t
-        out += ["", "### No-change refresh", "", "Upstream served by `tests/fake_github.py` from the same mirror; "
-                "the first refresh of each warehouse through it fills the listing ETag cache and is not counted.",
-                "", *lines]
+        out += [
+            "",
+            "### No-change refresh",
+            "",
+            "Upstream served by `tests/fake_github/` from the same mirror; "
+            "the first refresh of each warehouse through it fills the listing ETag cache and is not counted.",
+            "",
+            *lines,
+        ]
     lines, t = view_rows(results.get("views"))
     targets += t
     if results.get("views") is not None:

@@ -3,7 +3,7 @@
     python -m benchmarks.run --sizes 1e5,1e6,1e7 --incremental 10,100,1000 --repeats 3 \\
         --out docs/PERFORMANCE.md
 
-Scenarios, each against synthetic mirrors (``pipelines.synthetic``) of nightly runs of
+Scenarios, each against synthetic mirrors (``benchmarks.synthetic``) of nightly runs of
 ``--rows-per-revision`` rows:
 
 1. full build throughput at each size (results), beside DuckDB's raw CSV-to-Parquet copy of
@@ -81,7 +81,6 @@ def machine(note: str) -> dict:
         "load_start": os.getloadavg()[0],
         "note": note,
     }
-
 
 
 def main(argv: list[str] | None = None) -> dict:

@@ -1,7 +1,7 @@
 """The benchmark scenarios of issue 5, each a series of measured processes.
 
 Every refresh is ``benchmarks.probe``: the real ``refresh`` job, in its own process, against a
-synthetic mirror directory (or the same mirror served by ``tests/fake_github.py`` when the
+synthetic mirror directory (or the same mirror served by ``tests/fake_github/`` when the
 requests are what is measured). Mirrors are generated once per setting and cached in the work
 directory; warehouses are rebuilt per repeat.
 """
@@ -18,9 +18,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from benchmarks.process import Measured, run_step
-from pipelines.store.generations import GenerationStore
-from pipelines.store.storage import Storage
-from pipelines.synthetic import Settings, generate, revisions_for
+from benchmarks.synthetic import Settings, generate, revisions_for
+from liger_warehouse.store.generations import GenerationStore
+from liger_warehouse.store.storage import Storage
 from tests.fake_github import FakeGitHub
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -135,8 +135,12 @@ def logged_steps(home: Path) -> list[dict]:
 def _refresh_record(m: Measured, before: dict, warehouse: Path, home: Path) -> dict:
     out = m.output
     steps = [
-        {"step": s["step"], "seconds": min(s["end"], m.samples[-1][0] if m.samples else s["end"]) - s["start"],
-         "peak_rss": m.peak_between(s["start"], s["end"]), **({"unfinished": True} if s.get("unfinished") else {})}
+        {
+            "step": s["step"],
+            "seconds": min(s["end"], m.samples[-1][0] if m.samples else s["end"]) - s["start"],
+            "peak_rss": m.peak_between(s["start"], s["end"]),
+            **({"unfinished": True} if s.get("unfinished") else {}),
+        }
         for s in out.get("steps") or logged_steps(home)
     ]
     gens = GenerationStore(Storage(warehouse))
@@ -202,8 +206,13 @@ def full_build(b: Bench, results: int) -> dict:
         runs.append({"build": build, "raw": raw_limit(b, mirror_dir)})
         if not build["ok"] and i + 1 < b.repeats:
             break  # a failing build fails again; report it rather than repeat it
-    return {"target_results": results, "revisions": revisions, "mirror": stats, "runs": runs,
-            "warehouse": str(warehouse)}
+    return {
+        "target_results": results,
+        "revisions": revisions,
+        "mirror": stats,
+        "runs": runs,
+        "warehouse": str(warehouse),
+    }
 
 
 def no_change(b: Bench, warehouse: Path, mirror_dir: Path) -> list[dict]:

@@ -14,9 +14,9 @@ import duckdb
 from scipy.stats import norm
 
 from benchmarks.verdict_rules import Case, Point
-from pipelines.database import open_duckdb
-from pipelines.derived import model_sql
-from pipelines.store.storage import Storage
+from liger_warehouse.analysis.derived import model_sql
+from liger_warehouse.serve.database import open_duckdb
+from liger_warehouse.store.storage import Storage
 
 # The run steps whose later run upstream lists before {run}.
 EARLIER_STEPS = """

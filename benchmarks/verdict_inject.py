@@ -19,10 +19,10 @@ import duckdb
 
 from benchmarks.probe import QUIET_LOGS
 from benchmarks.verdict_data import Series
-from pipelines import settings
-from pipelines.store.generations import GenerationStore
-from pipelines.store.storage import Storage
-from pipelines.upstream.sources import RUNS_PATH, run_path
+from liger_warehouse import settings
+from liger_warehouse.store.generations import GenerationStore
+from liger_warehouse.store.storage import Storage
+from liger_warehouse.upstream.sources import RUNS_PATH, run_path
 from tests.conftest import env
 
 SLOWER, FASTER = 1.25, 0.8

@@ -17,8 +17,8 @@ import duckdb
 from benchmarks.verdict_data import SENSITIVITY
 from benchmarks.verdict_inject import DRIFT, FASTER, FASTER_SHARE, SCOPES, SLOWER, SLOWER_SHARE
 from benchmarks.verdict_rules import ANCHOR_RULES
-from pipelines.report.build import vl_version
-from pipelines.report.png import render
+from liger_warehouse.report.build import vl_version
+from liger_warehouse.report.png import render
 
 if TYPE_CHECKING:
     from benchmarks.verdicts import Record, Results

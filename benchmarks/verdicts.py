@@ -54,7 +54,7 @@ from benchmarks.verdict_inject import (
 from benchmarks.verdict_report import HELD_OUT, NEW
 from benchmarks.verdict_rules import ANCHOR_RULES, GOLDEN
 from benchmarks.view_latency import Timing, measure
-from pipelines.upstream.sources import RUNS_PATH, run_path
+from liger_warehouse.upstream.sources import RUNS_PATH, run_path
 
 ROOT = Path(__file__).resolve().parent.parent
 MIRROR = ROOT.parent / "shared" / "upstream" / "liger-kernel"

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import duckdb
 
-from pipelines.database import analytic_view_files
+from liger_warehouse.serve.database import analytic_view_files
 
 BASELINE = "select count(*), sum(p50) from fact_result"
 

@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 
 from benchmarks import run
-from pipelines import checks
-from pipelines.normalize.csvfile import COLUMNS
-from pipelines.store.generations import GenerationStore
-from pipelines.store.storage import Storage
-from pipelines.synthetic import Settings, generate
-from pipelines.synthetic.suite import load_suite
+from benchmarks.synthetic import Settings, generate
+from benchmarks.synthetic.suite import load_suite
+from liger_warehouse.audit import checks
+from liger_warehouse.normalize.csvfile import COLUMNS
+from liger_warehouse.store.generations import GenerationStore
+from liger_warehouse.store.storage import Storage
 from tests.conftest import MIRROR
 from tests.plain_duckdb import open_views
 from tests.recount import recount

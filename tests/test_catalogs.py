@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.catalog.gpus import GpuInfo, catalog, gpu_slug, lookup_gpu, lookup_gpu_by_slug
-from pipelines.catalog.kernels import KERNEL_TITLES, kernel_title
+from liger_warehouse.model.catalog.gpus import GpuInfo, catalog, gpu_slug, lookup_gpu, lookup_gpu_by_slug
+from liger_warehouse.model.catalog.kernels import KERNEL_TITLES, kernel_title
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 MIRROR = SHARED / "upstream" / "liger-kernel"

@@ -16,16 +16,16 @@ import pyarrow as pa
 import pytest
 from otava.analysis import compute_change_points
 
-from pipelines import change_points
-from pipelines.database import build_database
-from pipelines.store.generations import GenerationStore
-from pipelines.store.storage import Storage
+from liger_warehouse.analysis import change_points, otava_split
+from liger_warehouse.serve.database import build_database
+from liger_warehouse.store.generations import GenerationStore
+from liger_warehouse.store.storage import Storage
 from tests import expected
 from tests.conftest import MIRROR, refresh
 from tests.plain_duckdb import open_views
 from tests.tiny_mirror import row, write_mirror
 
-# The documented parameters (pipelines/change_points.py, README): pinned here on purpose.
+# The documented parameters (liger_warehouse/analysis/otava_split.py, README): pinned here on purpose.
 WINDOW, MAX_PVALUE, MIN_MAGNITUDE, MIN_POINTS = 50, 0.001, 0.05, 10
 VIEW = """
     select c.series_digest, c.run, c.prev_run, c.point_index, c.points, c.before_median, c.after_median,
@@ -40,8 +40,8 @@ def _query(db: Path, sql: str, params: object = None) -> list[tuple]:
 
 
 def test_parameters_are_the_documented_ones():
-    assert (change_points.WINDOW, change_points.MAX_PVALUE) == (WINDOW, MAX_PVALUE)
-    assert (change_points.MIN_MAGNITUDE, change_points.MIN_POINTS) == (MIN_MAGNITUDE, MIN_POINTS)
+    assert (otava_split.WINDOW, otava_split.MAX_PVALUE) == (WINDOW, MAX_PVALUE)
+    assert (otava_split.MIN_MAGNITUDE, otava_split.MIN_POINTS) == (MIN_MAGNITUDE, MIN_POINTS)
     assert "apache-otava" in change_points.method()
 
 

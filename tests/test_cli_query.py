@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from pipelines.cli import app
+from liger_warehouse.cli import app
 from tests import expected
 from tests.conftest import MIRROR
 from tests.plain_duckdb import open_views

@@ -27,7 +27,7 @@ TABLE_STACK = {"pyarrow", "polars", "httpx"}
 def imported(args: list[str], home: Path) -> set[str]:
     """The top-level packages a ``liger-warehouse`` process imported to run ``args``."""
     done = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "pipelines.cli", *args],
+        [sys.executable, "-X", "importtime", "-m", "liger_warehouse.cli", *args],
         env=cli_env(home),
         capture_output=True,
         text=True,

@@ -16,9 +16,9 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from pipelines.cli import app
-from pipelines.store.generations import GenerationStore
-from pipelines.store.storage import Storage
+from liger_warehouse.cli import app
+from liger_warehouse.store.generations import GenerationStore
+from liger_warehouse.store.storage import Storage
 from tests.conftest import env, require_mirror
 from tests.reliability.published import cli_env, cli_script
 

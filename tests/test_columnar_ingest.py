@@ -1,6 +1,6 @@
 """The columnar fast path of ingest gives exactly what the per-row path gives.
 
-``GenerationBuilder`` types plain rows column by column (``pipelines/normalize/columnar.py``)
+``GenerationBuilder`` types plain rows column by column (``liger_warehouse/normalize/columnar.py``)
 and sends every other new row through ``_new_result``. A builder subclass that overrides
 ``_new_result`` takes the per-row path for every row, so building the same upstream both ways
 and comparing every table checks the fast path against the definition, row for row, on rows
@@ -18,18 +18,18 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from pipelines.digests import digest, flat_digest
-from pipelines.fetch import fetch_revisions
-from pipelines.ingest import GenerationBuilder
-from pipelines.normalize.columnar import result_digests
-from pipelines.normalize.rows import result_identity
-from pipelines.store.generations import GenerationStore
-from pipelines.store.raw import RawStore
-from pipelines.store.storage import Storage
-from pipelines.synthetic import Settings, generate
-from pipelines.tables import INGESTED
-from pipelines.upstream.model import DEFAULT_PATHS
-from pipelines.upstream.sources import MirrorUpstream
+from benchmarks.synthetic import Settings, generate
+from liger_warehouse.build.ingest import GenerationBuilder
+from liger_warehouse.model.digests import digest, flat_digest
+from liger_warehouse.model.revisions import DEFAULT_PATHS
+from liger_warehouse.model.tables import INGESTED
+from liger_warehouse.normalize.columnar import result_digests
+from liger_warehouse.normalize.rows import result_identity
+from liger_warehouse.store.generations import GenerationStore
+from liger_warehouse.store.raw import RawStore
+from liger_warehouse.store.storage import Storage
+from liger_warehouse.upstream.fetch import fetch_revisions
+from liger_warehouse.upstream.sources import MirrorUpstream
 
 NOW = datetime(2026, 1, 1)
 HEADER = (

@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from pipelines.normalize.csvfile import (
+from liger_warehouse.normalize.csvfile import (
     CsvFile,
     Record,
     _physical_records,

@@ -22,8 +22,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from liger_warehouse.model.tables import INGESTED
 from pipelines.defs.schedules import LAUNCHED_BY
-from pipelines.tables import INGESTED
 from tests.conftest import FAST_RETRIES
 from tests.deploy_instance import local_dagster_home
 from tests.fake_github import FakeGitHub

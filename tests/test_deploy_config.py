@@ -12,7 +12,8 @@ from dagster._config import validate_config
 from dagster._core.instance.config import dagster_instance_config
 from dagster._core.instance.ref import InstanceRef
 
-from pipelines.defs.schedules import EXECUTOR, LAUNCHED_BY, REFRESH_TAGS, refresh_executor
+from liger_warehouse.settings import EXECUTOR
+from pipelines.defs.schedules import LAUNCHED_BY, REFRESH_TAGS, refresh_executor
 from tests.conftest import env
 from tests.deploy_instance import DEPLOY, PRODUCTION_CONFIG, local_dagster_home
 

@@ -14,10 +14,10 @@ import pytest
 from jsonschema import Draft202012Validator
 from typer.testing import CliRunner
 
-from pipelines.cli import app
-from pipelines.export.kernelindex import schema, validate_record
-from pipelines.store.generations import GenerationStore
-from pipelines.store.storage import Storage
+from liger_warehouse.cli import app
+from liger_warehouse.export.record_schema import schema, validate_record
+from liger_warehouse.store.generations import GenerationStore
+from liger_warehouse.store.storage import Storage
 from tests.conftest import REFERENCE, env
 from tests.plain_duckdb import open_views
 

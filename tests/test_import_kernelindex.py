@@ -17,14 +17,14 @@ import dagster as dg
 import pytest
 from typer.testing import CliRunner
 
-from pipelines.cli import app
+from liger_warehouse.cli import app
+from liger_warehouse.imports.ndjson import split_ndjson
+from liger_warehouse.model.digests import digest
+from liger_warehouse.model.tables import DERIVED
+from liger_warehouse.store.generations import GenerationStore
+from liger_warehouse.store.storage import Storage
 from pipelines.defs.schedules import LAUNCHED_BY
 from pipelines.defs.warehouse.checks import SPECS as AUDITS
-from pipelines.digests import digest
-from pipelines.import_kernelindex import split_ndjson
-from pipelines.store.generations import GenerationStore
-from pipelines.store.storage import Storage
-from pipelines.tables import DERIVED
 from tests.conftest import REFERENCE, env, refresh
 from tests.plain_duckdb import open_views
 from tests.reliability.published import dagster_home

@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 
-from pipelines.export.kernelindex import (
+from liger_warehouse.export.kernelindex import (
     NAME_LIMIT,
     kernelindex_record,
     result_from_kernelindex,
     validate_record,
 )
-from pipelines.workload import parse_config
+from liger_warehouse.model.workload import parse_config
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 MIRROR = SHARED / "upstream" / "liger-kernel"

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.digests import digest, flat_digest
-from pipelines.normalize.rows import backend, harness, stem_of_harness
+from liger_warehouse.model.digests import digest, flat_digest
+from liger_warehouse.normalize.rows import backend, harness, stem_of_harness
 from tests import expected, expected_verdicts
 from tests.conftest import MIRROR
 from tests.plain_duckdb import open_views

@@ -14,15 +14,15 @@ import duckdb
 import pytest
 from typer.testing import CliRunner
 
-from pipelines.cli import app
-from pipelines.export import liger_csv
-from pipelines.export.records import connect
-from pipelines.fetch import fetch_revisions
-from pipelines.ingest import GenerationBuilder
-from pipelines.store.generations import GenerationStore
-from pipelines.store.raw import RawStore
-from pipelines.store.storage import Storage
-from pipelines.upstream.open import UpstreamSettings, open_upstream
+from liger_warehouse.build.ingest import GenerationBuilder
+from liger_warehouse.cli import app
+from liger_warehouse.export import liger_csv
+from liger_warehouse.export.records import connect
+from liger_warehouse.store.generations import GenerationStore
+from liger_warehouse.store.raw import RawStore
+from liger_warehouse.store.storage import Storage
+from liger_warehouse.upstream.fetch import fetch_revisions
+from liger_warehouse.upstream.open import UpstreamSettings, open_upstream
 from tests.conftest import MIRROR, env, require_mirror
 
 MAIN_CSV = "benchmark/data/all_benchmark_data.csv"

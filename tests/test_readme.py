@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from pipelines.cli import app
+from liger_warehouse.cli import app
 from tests.plain_duckdb import open_views
 from tests.test_cli_query import duckdb_cli
 

@@ -12,10 +12,11 @@ import dagster as dg
 import duckdb
 import pytest
 
-from pipelines import progress, regression_watch
+from liger_warehouse.audit import regression_watch
+from liger_warehouse.runtime import progress
+from liger_warehouse.runtime.refresh_summary import commit_url, repository_url, revisions_markdown
+from liger_warehouse.store.storage import Storage
 from pipelines.definitions import load
-from pipelines.refresh_summary import commit_url, repository_url, revisions_markdown
-from pipelines.store.storage import Storage
 from tests.conftest import refresh
 from tests.small_mirror import small_mirror
 

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.store.generations import GenerationStore
-from pipelines.store.storage import Storage
-from pipelines.upstream.open import UpstreamSettings, open_upstream
-from pipelines.warehouse_status import upstream_as_published
+from liger_warehouse.runtime.warehouse_status import upstream_as_published
+from liger_warehouse.store.generations import GenerationStore
+from liger_warehouse.store.storage import Storage
+from liger_warehouse.upstream.open import UpstreamSettings, open_upstream
 from tests.conftest import refresh
 from tests.small_mirror import small_mirror
 

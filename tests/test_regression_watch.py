@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from pipelines import regression_watch
-from pipelines.store.generations import GenerationStore
-from pipelines.store.storage import Storage
+from liger_warehouse.audit import regression_watch
+from liger_warehouse.store.generations import GenerationStore
+from liger_warehouse.store.storage import Storage
 from tests.conftest import refresh
 from tests.plain_duckdb import open_views
 from tests.small_mirror import small_mirror

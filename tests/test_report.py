@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from pipelines.cli import app
-from pipelines.report.png import _chunks, compact
+from liger_warehouse.cli import app
+from liger_warehouse.report.png import _chunks, compact
 from tests.conftest import env
 from tests.plain_duckdb import open_views
 

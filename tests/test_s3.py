@@ -2,7 +2,7 @@
 
 The real refresh job writes raw snapshots, Parquet parts, manifests, the CURRENT pointer,
 liger.duckdb and the report into a bucket; the views are then read through the project's reader
-(``pipelines.database.connect``: the s3fs filesystem registered with DuckDB, no extension
+(``liger_warehouse.serve.database.connect``: the s3fs filesystem registered with DuckDB, no extension
 download) and must count exactly what the local warehouse built from the same mirror counts.
 Then a real ``liger-warehouse refresh`` is SIGKILLed at the publish switch and after it: readers
 keep seeing one whole generation, every object it references is there, and the next refresh
@@ -25,12 +25,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from pipelines import checks
-from pipelines.cli import app
-from pipelines.database import DATABASE, connect, fetch_database, open_duckdb
-from pipelines.store.generations import GenerationStore
-from pipelines.store.storage import Storage, WriteConflict
-from pipelines.tables import SCHEMAS
+from liger_warehouse.audit import checks
+from liger_warehouse.cli import app
+from liger_warehouse.model.tables import SCHEMAS
+from liger_warehouse.serve.database import DATABASE, connect, fetch_database, open_duckdb
+from liger_warehouse.store.generations import GenerationStore
+from liger_warehouse.store.storage import Storage, WriteConflict
 from tests.conftest import env, refresh, require_mirror
 from tests.fake_github import FakeGitHub
 from tests.plain_duckdb import open_views

@@ -26,13 +26,13 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from pipelines.export import liger_csv
-from pipelines.export.records import connect
-from pipelines.import_kernelindex import stage_import
-from pipelines.ingest import SchemaOutdated
-from pipelines.store.generations import Generation, GenerationStore
-from pipelines.store.raw import RawStore
-from pipelines.store.storage import Storage
+from liger_warehouse.build.ingest import SchemaOutdated
+from liger_warehouse.export import liger_csv
+from liger_warehouse.export.records import connect
+from liger_warehouse.imports.kernelindex import stage_import
+from liger_warehouse.store.generations import Generation, GenerationStore
+from liger_warehouse.store.raw import RawStore
+from liger_warehouse.store.storage import Storage
 from tests import expected
 from tests.conftest import FAST_RETRIES, MIRROR, env, refresh
 from tests.plain_duckdb import open_views
@@ -74,13 +74,15 @@ def schema_one_code(tmp_path_factory) -> Path:
     if shutil.which("git") is None:
         pytest.skip("git is not installed: the schema-1 code comes from the repository's history")
     try:
-        introduced = _git("log", "-1", "--format=%H", "-S", "SCHEMA_VERSION = 2", "--", "pipelines/tables.py")
+        # The oldest commit that changed the count is the one that introduced it: the move of
+        # tables.py into liger_warehouse/model/ changed it again, later.
+        changed = _git("log", "--format=%H", "-S", "SCHEMA_VERSION = 2", "--", "pipelines/tables.py").split()
     except subprocess.CalledProcessError:
         pytest.skip("not a git checkout: the schema-1 code comes from the repository's history")
-    if not introduced.strip():
+    if not changed:
         pytest.skip("schema version 2 is not committed yet")
     code = tmp_path_factory.mktemp("schema-one-code")
-    archive = _git("archive", "--format=tar", f"{introduced.decode().strip()}^")
+    archive = _git("archive", "--format=tar", f"{changed[-1].decode()}^")
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
         tar.extractall(code, filter="data")
     assert "SCHEMA_VERSION" not in (code / "pipelines" / "tables.py").read_text()
@@ -310,7 +312,7 @@ def test_time_travel_still_rebuilds_every_upstream_file(migrated, tmp_path):
     # And through the command line, for the cuTile file as of its oldest commit.
     from typer.testing import CliRunner
 
-    from pipelines.cli import app
+    from liger_warehouse.cli import app
 
     first = json.loads((MIRROR / "commits" / "all_benchmark_data_cutile.json").read_text())[-1]["sha"]
     path = "benchmark/data/all_benchmark_data_cutile.csv"
@@ -362,7 +364,7 @@ def test_the_next_generation_carries_the_migration_over(migrated, tmp_path):
     records = tmp_path / "cutile.ndjson"
     from typer.testing import CliRunner
 
-    from pipelines.cli import app
+    from liger_warehouse.cli import app
 
     out = tmp_path / "export"
     args = ["export", "kernelindex", "-w", str(root), "--kernel", "geglu", "--gpu", "NVIDIA B200", "--out", str(out)]

@@ -10,11 +10,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from pipelines import checks
-from pipelines.ingest import GenerationBuilder
-from pipelines.store.generations import Generation
-from pipelines.synthetic import Settings, generate
-from pipelines.synthetic.generate import is_run
+from benchmarks.synthetic import Settings, generate
+from benchmarks.synthetic.generate import is_run
+from liger_warehouse.audit import checks
+from liger_warehouse.build.ingest import GenerationBuilder
+from liger_warehouse.store.generations import Generation
 from tests.test_columnar_ingest import build
 
 SETTINGS = Settings(revisions=7, rows_per_revision=200, seed=11, gh_pages_fraction=0.7)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
-from pipelines.versions import is_valid_run_name, parse_version, split_run_name, version_sort_key
+from liger_warehouse.model.versions import is_valid_run_name, parse_version, split_run_name, version_sort_key
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 MIRROR = SHARED / "upstream" / "liger-kernel"

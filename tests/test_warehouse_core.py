@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from pipelines import checks
-from pipelines.store.generations import GenerationStore
-from pipelines.store.storage import Storage
+from liger_warehouse.audit import checks
+from liger_warehouse.store.generations import GenerationStore
+from liger_warehouse.store.storage import Storage
 from tests.conftest import MIRROR, refresh, require_mirror
 from tests.fake_github import FakeGitHub
 from tests.plain_duckdb import open_views

@@ -1,5 +1,5 @@
 """A wheel install works: the analytic views ship inside the package (``sql/`` installed as
-``pipelines.sql``), so ``liger-warehouse refresh`` from a wheel, in a fresh virtual environment
+``liger_warehouse.sql``), so ``liger-warehouse refresh`` from a wheel, in a fresh virtual environment
 and away from the repository, builds liger.duckdb with every view ``sql/`` defines.
 
 The wheel is built by pip (build isolation: setuptools from the package index) and installed
@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.database import MissingViews, build_database
-from pipelines.store.generations import GenerationStore
-from pipelines.store.storage import Storage
-from pipelines.tables import SCHEMAS
+from liger_warehouse.model.tables import SCHEMAS
+from liger_warehouse.serve.database import MissingViews, build_database
+from liger_warehouse.store.generations import GenerationStore
+from liger_warehouse.store.storage import Storage
 from tests.plain_duckdb import open_views
 from tests.small_mirror import small_mirror
 
@@ -56,13 +56,13 @@ def test_a_wheel_in_a_fresh_venv_builds_every_view(tmp_path: Path):
     source.mkdir()
     for name in ("pyproject.toml", "setup.py", "README.md"):
         shutil.copy2(PROJECT / name, source / name)
-    for name in ("pipelines", "sql"):
+    for name in ("liger_warehouse", "pipelines", "sql"):
         shutil.copytree(PROJECT / name, source / name, ignore=shutil.ignore_patterns("__pycache__"))
     dist = tmp_path / "dist"
     _run(sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--wheel-dir", dist, source, cwd=tmp_path)
     (wheel,) = dist.glob("liger_warehouse-*.whl")
     with zipfile.ZipFile(wheel) as archive:
-        shipped = {Path(n).name for n in archive.namelist() if n.startswith("pipelines/sql/")}
+        shipped = {Path(n).name for n in archive.namelist() if n.startswith("liger_warehouse/sql/")}
     assert {p.name for p in SQL.glob("*.sql")} <= shipped
 
     venv = tmp_path / "venv"
@@ -74,7 +74,7 @@ def test_a_wheel_in_a_fresh_venv_builds_every_view(tmp_path: Path):
     away.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "DAGSTER_", "LIGER_WAREHOUSE_"))}
     env.update(DAGSTER_HOME=str(tmp_path / "dagster_home"), LIGER_WAREHOUSE_CACHE_DIR=str(tmp_path / "cache"))
-    where = _run(venv / "bin" / "python", "-c", "import pipelines.sql as s; print(s.__file__)", cwd=away, env=env)
+    where = _run(venv / "bin" / "python", "-c", "import liger_warehouse.sql as s; print(s.__file__)", cwd=away, env=env)
     assert Path(where.strip()).is_relative_to(venv), where
 
     root = tmp_path / "warehouse"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.workload import (
+from liger_warehouse.model.workload import (
     DTYPE_BY_ABBREVIATION,
     decode_workload_slug,
     parse_config,

@@ -1,23 +1,18 @@
 """Typed resources: where the warehouse lives and where upstream is read from."""
 
-import os
 from pathlib import Path
 
 import dagster as dg
 
-from pipelines.database import database_path
-from pipelines.store.generations import GenerationStore, RunLedger
-from pipelines.store.raw import RawStore
-from pipelines.store.storage import Storage
-from pipelines.upstream.http import HttpPolicy
-from pipelines.upstream.open import (
-    DEFAULT_API_BASE,
-    DEFAULT_RAW_BASE,
-    DEFAULT_UPSTREAM,
-    UpstreamSettings,
-    open_upstream,
-)
-from pipelines.upstream.sources import Upstream
+from liger_warehouse import settings
+from liger_warehouse.serve.database import database_path
+from liger_warehouse.settings import DEFAULT_API_BASE, DEFAULT_RAW_BASE, DEFAULT_UPSTREAM
+from liger_warehouse.store.generations import GenerationStore, RunLedger
+from liger_warehouse.store.raw import RawStore
+from liger_warehouse.store.storage import Storage
+from liger_warehouse.upstream.http import HttpPolicy
+from liger_warehouse.upstream.open import UpstreamSettings, open_upstream
+from liger_warehouse.upstream.sources import Upstream
 
 
 class WarehouseResource(dg.ConfigurableResource):
@@ -68,25 +63,24 @@ class UpstreamResource(dg.ConfigurableResource):
         return open_upstream(self.settings(), state)
 
 
-def _env(name: str, default: str) -> str | dg.EnvVar:
-    """Read from the environment at run time when set, so the UI shows the variable, not a value."""
-    return dg.EnvVar(name) if os.getenv(name) else default
-
-
 @dg.definitions
 def resources() -> dg.Definitions:
+    """Configured from ``liger_warehouse.settings`` when the definitions load; a run's config
+    (the CLI's ``--warehouse`` and ``--upstream``) overrides them. The token stays an
+    ``EnvVar``, so the UI shows the variable, never its value."""
+    s = settings.current()
     return dg.Definitions(
         resources={
-            "warehouse": WarehouseResource(root=_env("LIGER_WAREHOUSE_DIR", "warehouse")),
+            "warehouse": WarehouseResource(root=s.dir),
             "upstream": UpstreamResource(
-                upstream=_env("LIGER_WAREHOUSE_UPSTREAM", DEFAULT_UPSTREAM),
-                api_base=_env("LIGER_WAREHOUSE_GITHUB_API", DEFAULT_API_BASE),
-                raw_base=_env("LIGER_WAREHOUSE_GITHUB_RAW", DEFAULT_RAW_BASE),
-                github_token=dg.EnvVar("GITHUB_TOKEN") if os.getenv("GITHUB_TOKEN") else None,
-                timeout_seconds=float(os.getenv("LIGER_WAREHOUSE_TIMEOUT_SECONDS", "30")),
-                max_attempts=int(os.getenv("LIGER_WAREHOUSE_MAX_ATTEMPTS", "5")),
-                backoff_seconds=float(os.getenv("LIGER_WAREHOUSE_BACKOFF_SECONDS", "1")),
-                max_download_mb=int(os.getenv("LIGER_WAREHOUSE_MAX_DOWNLOAD_MB", "256")),
+                upstream=s.upstream,
+                api_base=s.github_api,
+                raw_base=s.github_raw,
+                github_token=dg.EnvVar("GITHUB_TOKEN") if s.github_token else None,
+                timeout_seconds=s.timeout_seconds,
+                max_attempts=s.max_attempts,
+                backoff_seconds=s.backoff_seconds,
+                max_download_mb=s.max_download_mb,
             ),
         }
     )

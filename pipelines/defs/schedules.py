@@ -5,27 +5,24 @@ The refresh does work that follows the new data: ingest, audit, publish, views. 
 own job after each successful refresh instead of lengthening the refresh itself.
 """
 
-import os
-
 import dagster as dg
+
+from liger_warehouse import settings
 
 # Who launched a run: "cli" (liger-warehouse), "schedule", "sensor", else "manual" (the UI,
 # `dg launch`, `dagster job launch`).
 LAUNCHED_BY = "liger-warehouse/launched-by"
 # Every refresh carries this tag, whoever launched it: deploy/dagster.yaml runs one at a time.
 REFRESH_TAGS = {"liger-warehouse/refresh": "true"}
-EXECUTOR = "LIGER_WAREHOUSE_EXECUTOR"
-MAX_CONCURRENT = "LIGER_WAREHOUSE_MAX_CONCURRENT"
 
 
 def refresh_executor() -> dg.ExecutorDefinition:
     """In-process by default: the steps are short and mostly sequential. Production sets
     ``LIGER_WAREHOUSE_EXECUTOR=multiprocess`` (see deploy/README.md): each step in its own
     process, independent ones (the audit and the derived tables) side by side."""
-    if os.getenv(EXECUTOR, "in_process") == "multiprocess":
-        return dg.multiprocess_executor.configured(
-            {"max_concurrent": int(os.getenv(MAX_CONCURRENT, "4"))}, name="multiprocess"
-        )
+    s = settings.current()
+    if s.executor == "multiprocess":
+        return dg.multiprocess_executor.configured({"max_concurrent": s.max_concurrent}, name="multiprocess")
     return dg.in_process_executor
 
 
@@ -43,7 +40,7 @@ refresh_job = dg.define_asset_job(
 nightly_refresh = dg.ScheduleDefinition(
     name="nightly_refresh",
     job=refresh_job,
-    cron_schedule=os.getenv("LIGER_WAREHOUSE_SCHEDULE", "0 2 * * *"),
+    cron_schedule=settings.current().schedule,
     execution_timezone="UTC",
     default_status=dg.DefaultScheduleStatus.RUNNING,
     tags={LAUNCHED_BY: "schedule"},

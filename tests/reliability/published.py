@@ -15,10 +15,10 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipelines import checks
-from pipelines.store.generations import GenerationStore, RefreshBusy
-from pipelines.store.raw import RawStore
-from pipelines.store.storage import Storage
+from liger_warehouse.audit import checks
+from liger_warehouse.store.generations import GenerationStore, RefreshBusy
+from liger_warehouse.store.raw import RawStore
+from liger_warehouse.store.storage import Storage
 from tests.plain_duckdb import open_views
 
 # Set at ingest time, so two refreshes of the same upstream legitimately differ in them.
@@ -138,7 +138,7 @@ def cli_script() -> list[str]:
     script = Path(sys.executable).with_name("liger-warehouse")
     if script.exists():
         return [str(script)]
-    return [sys.executable, "-c", "from pipelines.cli import app; app()"]
+    return [sys.executable, "-c", "from liger_warehouse.cli import app; app()"]
 
 
 def dagster_home(path: Path) -> Path:

@@ -18,8 +18,14 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.store.generations import Generation, GenerationStore, PublishConflict, RefreshBusy, new_generation_id
-from pipelines.store.storage import Storage
+from liger_warehouse.store.generations import (
+    Generation,
+    GenerationStore,
+    PublishConflict,
+    RefreshBusy,
+    new_generation_id,
+)
+from liger_warehouse.store.storage import Storage
 from tests import fake_github as fg
 from tests.conftest import refresh
 from tests.fake_github import FakeGitHub
@@ -157,8 +163,8 @@ def test_publish_is_a_compare_and_swap(base_copy):
 
 HOLD_LOCK = """
 import sys, time
-from pipelines.store.generations import GenerationStore
-from pipelines.store.storage import Storage
+from liger_warehouse.store.generations import GenerationStore
+from liger_warehouse.store.storage import Storage
 lock = GenerationStore(Storage(sys.argv[1])).try_lock("refresh")
 print("held", flush=True)
 time.sleep(60)

@@ -23,7 +23,7 @@ from subprocess import CompletedProcess
 
 import pytest
 
-from pipelines.store.storage import Storage
+from liger_warehouse.store.storage import Storage
 from tests.fake_github import FakeGitHub
 from tests.reliability.conftest import copy_warehouse, github_env
 from tests.reliability.published import (

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.store.storage import Storage
-from pipelines.upstream.http import HttpClient, HttpPolicy, UpstreamError
+from liger_warehouse.store.storage import Storage
+from liger_warehouse.upstream.http import HttpClient, HttpPolicy, UpstreamError
 from tests import fake_github as fg
 from tests.conftest import refresh
 from tests.fake_github import FakeGitHub

@@ -27,10 +27,10 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
-from pipelines.cli import app
-from pipelines.store.generations import GenerationStore
-from pipelines.store.storage import Storage
-from pipelines.tables import SCHEMAS
+from liger_warehouse.cli import app
+from liger_warehouse.model.tables import SCHEMAS
+from liger_warehouse.store.generations import GenerationStore
+from liger_warehouse.store.storage import Storage
 from tests.conftest import refresh
 from tests.plain_duckdb import open_views
 from tests.reliability.published import cli_env, cli_script, dagster_home

@@ -13,14 +13,14 @@ import dagster as dg
 import pytest
 from typer.testing import CliRunner
 
-from pipelines.cli import app
-from pipelines.store.raw import RawStore, SnapshotTooLarge, bounded_gunzip
-from pipelines.store.storage import Storage
-from pipelines.upstream.http import HttpClient, UpstreamError
-from pipelines.upstream.model import GH_PAGES, RevisionRef
-from pipelines.upstream.open import UpstreamSettings, open_upstream
-from pipelines.upstream.sources import check_path, run_path
-from pipelines.versions import is_valid_run_name
+from liger_warehouse.cli import app
+from liger_warehouse.model.revisions import GH_PAGES, RevisionRef
+from liger_warehouse.model.versions import is_valid_run_name
+from liger_warehouse.store.raw import RawStore, SnapshotTooLarge, bounded_gunzip
+from liger_warehouse.store.storage import Storage
+from liger_warehouse.upstream.http import HttpClient, UpstreamError
+from liger_warehouse.upstream.open import UpstreamSettings, open_upstream
+from liger_warehouse.upstream.sources import check_path, run_path
 from tests import fake_github as fg
 from tests.conftest import refresh
 from tests.fake_github import FakeGitHub

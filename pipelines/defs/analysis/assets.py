@@ -2,10 +2,10 @@
 
 import dagster as dg
 
-from pipelines import change_points, derived
+from liger_warehouse.analysis import change_points, derived
+from liger_warehouse.model.tables import DESCRIPTIONS, SQL_MODELS
 from pipelines.defs.resources import WarehouseResource
 from pipelines.defs.warehouse.assets import column_schema
-from pipelines.tables import DESCRIPTIONS, SQL_MODELS
 
 # After the blocking audits of the facts they read; published_generation waits for them.
 _DEPS = ["fact_result", "dim_upstream_revision"]

@@ -4,10 +4,10 @@ from pathlib import Path
 
 import dagster as dg
 
-from pipelines import regression_watch
-from pipelines.database import DATABASE, build_database, open_duckdb, publish_database
+from liger_warehouse.audit import regression_watch
+from liger_warehouse.model.tables import SCHEMAS
+from liger_warehouse.serve.database import DATABASE, build_database, open_duckdb, publish_database
 from pipelines.defs.resources import WarehouseResource
-from pipelines.tables import SCHEMAS
 
 
 def _regression_check() -> dg.AssetCheckSpec:

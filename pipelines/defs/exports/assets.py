@@ -2,14 +2,14 @@
 
 import dagster as dg
 
-from pipelines.defs.resources import WarehouseResource
-from pipelines.export.writer import (
+from liger_warehouse.export.writer import (
     KEEP_EXPORTS,
     existing_export,
     export_generation,
     generation_key,
     prune_exports,
 )
+from pipelines.defs.resources import WarehouseResource
 
 
 @dg.asset(group_name="exports", kinds={"duckdb", "json"}, deps=["published_generation"])
@@ -17,7 +17,7 @@ def kernelindex_export(context: dg.AssetExecutionContext, warehouse: WarehouseRe
     """Every result of the published generation as a ``kernelindex.dev/v1alpha1`` record, one JSON
     object per line, at ``<warehouse>/exports/kernelindex/<generation>.ndjson``.
 
-    Every record is validated against ``pipelines/export/kernelindex.schema.json`` (compiled
+    Every record is validated against ``liger_warehouse/export/kernelindex.schema.json`` (compiled
     validator; the first invalid record fails the asset and nothing is replaced). A generation
     already exported is not exported again, and only the newest exports are kept: each one can
     be rebuilt from its generation. Rules: docs/EXPORTS.md.

@@ -6,10 +6,10 @@ from pathlib import Path
 import dagster as dg
 from pydantic import Field
 
+from liger_warehouse.imports.kernelindex import ImportOutcome, stage_import, stage_withdrawal
+from liger_warehouse.store.generations import Generation
 from pipelines.defs.resources import WarehouseResource
 from pipelines.defs.warehouse.assets import table_metadata
-from pipelines.import_kernelindex import ImportOutcome, stage_import, stage_withdrawal
-from pipelines.store.generations import Generation
 
 GROUP = "imports"
 

@@ -3,8 +3,8 @@ from it, publish it, rebuild the views."""
 
 import dagster as dg
 
+from liger_warehouse.model.tables import DERIVED, INGESTED
 from pipelines.defs.schedules import LAUNCHED_BY
-from pipelines.tables import DERIVED, INGESTED
 
 # Shares the refresh's tag key, so the run queue of deploy/dagster.yaml runs one writer at a
 # time; launched from the UI unless the launcher says otherwise (the CLI: "cli").

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import dagster as dg
 
-from pipelines.database import connect
+from liger_warehouse.report import build_report
+from liger_warehouse.report.publish import publish_report
+from liger_warehouse.serve.database import connect
 from pipelines.defs.resources import WarehouseResource
-from pipelines.report import build_report
-from pipelines.report.publish import publish_report
 
 
 def _inline_png(name: str, path: Path) -> dg.MetadataValue:

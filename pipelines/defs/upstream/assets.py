@@ -5,9 +5,9 @@ from datetime import timedelta
 
 import dagster as dg
 
+from liger_warehouse.model.revisions import UpstreamListing
+from liger_warehouse.upstream.fetch import fetch_revisions
 from pipelines.defs.resources import UpstreamResource, WarehouseResource
-from pipelines.fetch import fetch_revisions
-from pipelines.upstream.model import UpstreamListing
 
 # This asset materializes on every refresh, even when upstream holds nothing new (the tables
 # and the publish are skipped then), so its age is the time since the warehouse last refreshed.

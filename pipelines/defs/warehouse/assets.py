@@ -6,15 +6,15 @@ checks audit it, and only then ``published_generation`` switches readers over to
 
 import dagster as dg
 
-from pipelines.column_docs import column_description
-from pipelines.database import rebuild_if_stale
+from liger_warehouse.build.ingest import GenerationBuilder
+from liger_warehouse.migration.migrate import migrate
+from liger_warehouse.model.column_docs import column_description
+from liger_warehouse.model.tables import DESCRIPTIONS, INGESTED, SCHEMAS
+from liger_warehouse.runtime.refresh_summary import repository_url, revisions_markdown
+from liger_warehouse.serve.database import rebuild_if_stale
+from liger_warehouse.store.generations import Generation
 from pipelines.defs.resources import UpstreamResource, WarehouseResource
 from pipelines.defs.upstream.assets import FetchedUpstream
-from pipelines.ingest import GenerationBuilder
-from pipelines.migrate import migrate
-from pipelines.refresh_summary import repository_url, revisions_markdown
-from pipelines.store.generations import Generation
-from pipelines.tables import DESCRIPTIONS, INGESTED, SCHEMAS
 
 GROUP = "warehouse"
 
@@ -37,8 +37,7 @@ def _table_specs() -> list[dg.AssetSpec]:
 def column_schema(table: str) -> dg.TableSchema:
     return dg.TableSchema(
         columns=[
-            dg.TableColumn(f.name, str(f.type), description=column_description(table, f.name))
-            for f in SCHEMAS[table]
+            dg.TableColumn(f.name, str(f.type), description=column_description(table, f.name)) for f in SCHEMAS[table]
         ]
     )
 
@@ -60,9 +59,7 @@ def table_metadata(gen: Generation, prior: Generation) -> dict[str, dict]:
     return metadata
 
 
-def _table_results(
-    gen: Generation, prior: Generation, extra: dict[str, dict]
-) -> list[dg.MaterializeResult]:
+def _table_results(gen: Generation, prior: Generation, extra: dict[str, dict]) -> list[dg.MaterializeResult]:
     """One materialization per table: each is a new version, even when all its parts are reused."""
     return [
         dg.MaterializeResult(asset_key=table, metadata={**metadata, **extra.get(table, {})})

@@ -4,10 +4,10 @@ import logging
 
 import dagster as dg
 
-from pipelines import checks
+from liger_warehouse.audit import checks
+from liger_warehouse.model.tables import DIMENSIONS
+from liger_warehouse.runtime.failpoints import failpoint
 from pipelines.defs.resources import WarehouseResource
-from pipelines.failpoints import failpoint
-from pipelines.tables import DIMENSIONS
 
 # Shown in the UI beside each check; a failure of any of them stops the publish.
 CHECK_DESCRIPTIONS = {
@@ -104,7 +104,7 @@ def staged_generation_audit(context: dg.AssetCheckExecutionContext, warehouse: W
         return
     gen, prior = gens.load(gen_id), gens.current()
     # What this refresh changed, not the whole history: see "the audit of one refresh" in
-    # pipelines/checks.py for why that audits everything by induction.
+    # liger_warehouse/audit/checks.py for why that audits everything by induction.
     con = checks.connect_changes(gens, gen, prior)
     failpoint("audit")
     prior_files = {p.file for p in prior.parts("fact_revision_member")}

@@ -2,9 +2,9 @@
 
 import dagster as dg
 
+from liger_warehouse.model.tables import SCHEMAS
 from pipelines.defs.resources import UpstreamResource, WarehouseResource
 from pipelines.defs.warehouse.assets import migration_metadata, revisions_metadata
-from pipelines.tables import SCHEMAS
 
 # A generation is its manifest: one row per Parquet part of each table.
 MANIFEST_SCHEMA = dg.TableSchema(

@@ -1,0 +1,1 @@
+"""The warehouse of record for Liger-Kernel benchmark results."""

@@ -1,0 +1,1 @@
+"""Checks on a staged generation and the regression watch over a published one."""

@@ -1,0 +1,1 @@
+"""Building a generation: from raw snapshots to staged Parquet parts and dimensions."""

@@ -1,0 +1,1 @@
+"""Importing results from other formats (kernelindex.dev records) into the warehouse."""

@@ -1,0 +1,1 @@
+"""What every stage shares: table schemas, digests, versions, workloads, revisions and catalogs."""

@@ -1,0 +1,193 @@
+"""Build the report: read the views, draw the charts, write ``index.html`` and the PNG renders."""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import altair as alt
+import duckdb
+import vl_convert
+
+from liger_warehouse.report import charts, data, page
+from liger_warehouse.report.data import ReportData
+from liger_warehouse.report.png import render
+
+INDEX = "index.html"
+PNG_SCALE = 1.5
+
+
+@dataclass
+class Report:
+    html: Path
+    generation: str
+    charts: int
+    pngs: dict[str, Path] = field(default_factory=dict)
+    missing_views: list[str] = field(default_factory=list)
+
+
+def vl_version() -> str:
+    """The Vega-Lite version Altair writes (``v6.4.1`` -> ``6.4``), so JS and PNGs match the specs."""
+    return ".".join(alt.SCHEMA_VERSION.lstrip("v").split(".")[:2])
+
+
+def build_report(con: duckdb.DuckDBPyConnection, out: Path, png: bool = True) -> Report:
+    """Write ``out/index.html`` (and, with ``png``, one PNG per overview chart) from liger.duckdb."""
+    out.mkdir(parents=True, exist_ok=True)
+    rows = data.load(con)
+    specs, body, overview = _content(rows)
+    title = f"Liger-Kernel benchmark report, generation {rows.generation}"
+    target = out / INDEX
+    target.write_text(page.page(title, body, specs, vl_version()), encoding="utf-8")
+    report = Report(target, rows.generation, len(specs), missing_views=rows.missing)
+    if png:
+        for chart_id in overview:
+            path = out / f"{chart_id}.png"
+            path.write_bytes(render(specs[chart_id], vl_version(), PNG_SCALE))
+            report.pngs[chart_id] = path
+    return report
+
+
+def _content(rows: ReportData) -> tuple[dict[str, dict], str, list[str]]:
+    """Chart specs by id, the page body, and the ids worth a PNG (overviews plus one kernel)."""
+    specs: dict[str, dict] = {}
+    parts = [_header(rows)]
+    if rows.speedup:
+        specs["speedup"] = charts.to_spec(charts.speedup_chart(rows.speedup), rows.speedup)
+    parts.append(_section("speedup", "Liger's speedup over each baseline", SPEEDUP_TEXT, "speedup" in specs))
+    p50_ids = _p50_specs(rows, specs)
+    parts.append(_p50_section(rows, p50_ids))
+    if rows.regression_counts:
+        specs["regressions"] = charts.to_spec(
+            charts.regression_counts_chart(rows.regression_counts), rows.regression_counts
+        )
+    parts.append(_section("regressions", "Regressions", REGRESSIONS_TEXT, "regressions" in specs, rows.regressions))
+    if rows.change_point_counts:
+        specs["change-points"] = charts.to_spec(
+            charts.change_point_counts_chart(rows.change_point_counts), rows.change_point_counts
+        )
+    parts.append(
+        _section("change-points", "Change points", CHANGE_POINTS_TEXT, "change-points" in specs, rows.change_points)
+    )
+    if any(r["too_noisy"] for r in rows.noise_counts):
+        specs["noise"] = charts.to_spec(charts.noise_chart(rows.noise_counts), rows.noise_counts)
+    parts.append(_section("noise", "Benchmarks too noisy to guard", NOISE_TEXT, "noise" in specs, rows.noise))
+    parts.append(_footer(rows))
+    overview = [c for c in ("speedup", "regressions", "change-points", "noise") if c in specs]
+    if p50_ids:
+        overview.insert(1, _busiest_kernel(rows, p50_ids))
+    return specs, "\n".join(parts), overview
+
+
+def _p50_specs(rows: ReportData, specs: dict[str, dict]) -> dict[str, str]:
+    """One chart per kernel; returns chart id by kernel."""
+    ids: dict[str, str] = {}
+    by_kernel: dict[str, list[dict]] = {}
+    for r in rows.p50:
+        by_kernel.setdefault(r["kernel"], []).append(r)
+    for rep in rows.representative:
+        kernel = rep["kernel"]
+        if kernel in by_kernel:
+            ids[kernel] = f"p50-{page.slug(kernel)}"
+            specs[ids[kernel]] = charts.p50_spec(kernel, rep["workload"], by_kernel[kernel])
+    return ids
+
+
+def _busiest_kernel(rows: ReportData, ids: dict[str, str]) -> str:
+    """The kernel chart with the most points: the one PNG of the per-kernel section."""
+    counts: dict[str, int] = {}
+    for r in rows.p50:
+        counts[r["kernel"]] = counts.get(r["kernel"], 0) + 1
+    return ids[max(sorted(ids), key=lambda k: counts.get(k, 0))]
+
+
+SPEEDUP_TEXT = (
+    "Each point is Liger's speedup over one baseline at one Liger version: baseline p50 divided by "
+    "Liger p50, both measured in the same upstream run on the same GPU, workload and pass (the "
+    "<code>speedup_history</code> view). A speedup is a ratio, so it is comparable across a kernel's "
+    "x sweep: each point is the <b>geometric mean over the whole sweep</b>; the tooltip gives the lowest "
+    "and highest speedup in it. Pick the GPU and the pass above the chart. Only kernels measured on "
+    "the chosen GPU appear."
+)
+P50_TEXT = (
+    "p50 of every implementation across Liger versions, one chart per kernel and one panel per GPU, "
+    "with the p20&ndash;p80 band as a bar (the <code>version_history</code> view, release builds: a release "
+    "stands on the median of its release run and the other runs of its commit, else on its main-branch "
+    "rows). Raw timings at different x "
+    "values are not comparable, so each kernel is shown at <b>one representative workload</b>: the one "
+    "measured in the most versions, then on the most GPUs and providers, then the largest x. Pick the "
+    "measurement (metric · pass) above each chart; y scales are per GPU."
+)
+REGRESSIONS_TEXT = (
+    "From the <code>regressions</code> view: consecutive builds (releases and nightly runs) of each Liger "
+    "series whose p50 moved by more than the threshold (5% unless set), also once the baselines' drift is "
+    "taken out, and by more than the series' run-to-run noise allows (docs/VERDICTS.md). The table lists "
+    "the regressions of Liger implementations, newest build first, largest change first."
+)
+NOISE_TEXT = (
+    "From the <code>series_noise</code> view: for every Liger speed series, the smallest change that one "
+    "run against one run can call a regression without false alarms, read from its gh-pages run history. "
+    "The chart counts, per kernel and pass, the series that cannot see a 25% change; the table lists "
+    "them, noisiest first. Their verdicts are mostly <code>inconclusive</code>: these benchmarks need "
+    "more repetitions upstream before they can guard anything."
+)
+CHANGE_POINTS_TEXT = (
+    "From the <code>change_points</code> view: the gh-pages runs where a Liger series' p50 shifted, found "
+    "by e-divisive means over its run history (series with at least 10 runs). Newest run first."
+)
+
+
+def _header(rows: ReportData) -> str:
+    c = rows.counts
+    links = " ".join(
+        f'<a href="#{i}">{t}</a>'
+        for i, t in (
+            ("speedup", "speedup"),
+            ("p50", "p50 per kernel"),
+            ("regressions", "regressions"),
+            ("change-points", "change points"),
+            ("noise", "noise"),
+        )
+    )
+    return (
+        "<h1>Liger-Kernel benchmark report</h1>"
+        f'<p class="meta">Warehouse generation <code>{html.escape(rows.generation)}</code>, published '
+        f"{html.escape(rows.created_at)}: {c['results']:,} results in {c['series']:,} series, "
+        f"{c['versions']} Liger versions, {c['gpus']} GPUs.</p><nav>{links}</nav>"
+    )
+
+
+def _section(anchor: str, title: str, text: str, has_chart: bool, table: data.Table | None = None) -> str:
+    parts = [f'<section id="{anchor}"><h2>{title}</h2><p>{text}</p>']
+    parts.append(page.chart_div(anchor) if has_chart else '<p class="note">No data for this chart.</p>')
+    if table is not None:
+        parts.append(page.table_html(table))
+    return "".join(parts) + "</section>"
+
+
+def _p50_section(rows: ReportData, ids: dict[str, str]) -> str:
+    nav = " ".join(f'<a href="#{ids[k]}">{html.escape(k)}</a>' for k in ids)
+    charts_html = (
+        "".join(f'<h3 id="{ids[k]}">{html.escape(k)}</h3>{page.chart_div(ids[k])}' for k in ids)
+        or '<p class="note">No data for these charts.</p>'
+    )
+    return (
+        f'<section id="p50"><h2>p50 across versions, per kernel</h2><p>{P50_TEXT}</p>'
+        f'<nav class="kernels">{nav}</nav>{charts_html}</section>'
+    )
+
+
+def _footer(rows: ReportData) -> str:
+    missing = (
+        f'<p class="note">This warehouse has no {", ".join(rows.missing)} view: those sections are empty.</p>'
+        if rows.missing
+        else ""
+    )
+    return (
+        f'<footer>{missing}<p class="note">Made by <code>liger-warehouse report</code> from liger.duckdb. '
+        f"Charts: Vega-Lite {html.escape(vl_version())} through Altair; Vega "
+        f"{html.escape(vl_convert.get_vega_version())} and vega-embed "
+        f"{html.escape(vl_convert.get_vega_embed_version())} are inlined, so the page needs no network."
+        "</p></footer>"
+    )

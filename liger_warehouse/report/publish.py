@@ -1,0 +1,24 @@
+"""Put a built report into the warehouse, under ``reports/<generation>/``."""
+
+from __future__ import annotations
+
+from liger_warehouse.report.build import Report
+from liger_warehouse.store.storage import Storage
+
+PREFIX = "reports"
+
+
+def report_key(generation: str, name: str) -> str:
+    return f"{PREFIX}/{generation}/{name}"
+
+
+def publish_report(storage: Storage, report: Report) -> dict[str, str]:
+    """Upload the PNGs, then ``index.html`` (each object whole), so an index that exists has all
+    its images. Returns the key of each file by name (``index``, then the chart ids)."""
+    keys = {}
+    for chart_id, path in report.pngs.items():
+        keys[chart_id] = report_key(report.generation, path.name)
+        storage.write_bytes(keys[chart_id], path.read_bytes())
+    keys = {"index": report_key(report.generation, report.html.name), **keys}
+    storage.write_bytes(keys["index"], report.html.read_bytes())
+    return keys

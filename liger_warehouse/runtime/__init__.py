@@ -1,0 +1,1 @@
+"""Plumbing: failpoints, progress reporting, refresh summaries and warehouse status."""

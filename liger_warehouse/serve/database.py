@@ -1,0 +1,370 @@
+"""``liger.duckdb``: one view per published table, then the analytic views kept in ``sql/``.
+
+The file is rebuilt beside the old one and moved into place, so a reader opens either the
+previous database or the new one. It is written in DuckDB's v1.0 storage format so that older
+DuckDB builds, such as the standalone ``duckdb`` CLI, open it too.
+
+The views name their Parquet parts relative to the warehouse root: the ``warehouse_file`` macro
+puts ``file_search_path`` in front of each key when the view is bound, and refuses, saying how
+to set it, when it is unset. So a copied or moved warehouse reads its own parts, never those of
+the place it was built in. Every connection this module opens sets ``file_search_path`` to its
+root; ``connect`` also locks the connection down to reading that root (``lock_down``) and
+checks user SQL before it runs (``read_only_statements``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import uuid
+from collections.abc import Sequence
+from functools import cache
+from hashlib import sha256
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import duckdb
+
+from liger_warehouse import settings
+from liger_warehouse.runtime.failpoints import failpoint
+from liger_warehouse.store.objectstore import ImmutableReadCache
+from liger_warehouse.store.storage import Storage
+
+if TYPE_CHECKING:
+    from liger_warehouse.store.generations import Generation, GenerationStore
+
+# Reading commands (`sql`, `regressions`) open the views through this module and start in a
+# fraction of a second: what only building views needs (PyArrow, via the table schemas and the
+# generation store) is imported where it is used.
+
+DATABASE = "liger.duckdb"
+STORAGE_COMPATIBILITY = "v1.0.0"
+# The repository's top-level sql/, installed as the package liger_warehouse.sql (setup.py).
+SQL_DIR = Path(str(resources.files("liger_warehouse.sql")))
+# Never fetch an extension at run time: a missing one is an error, not a download.
+NO_DOWNLOADS = {"autoinstall_known_extensions": "false"}
+# DuckDB's own default is 80% of RAM; the refresh's budget is 3 GiB for the whole process tree,
+# so its queries spill to disk past this instead of growing (issue 5, docs/PERFORMANCE.md).
+DEFAULT_MEMORY_LIMIT = "1GB"
+# The one setting a locked-down session may still change (README: `set memory_limit`).
+SESSION_SETTINGS = ("memory_limit",)
+ROOT_UNSET = (
+    "liger.duckdb reads the Parquet parts of the warehouse it is in: set file_search_path to that "
+    "directory first, e.g. duckdb -readonly -cmd \"set file_search_path = 'warehouse'\" warehouse/liger.duckdb"
+)
+
+
+def _quote(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+# CASE, not if(): DuckDB 1.x cannot bind the if() that DuckDB 2 stores.
+WAREHOUSE_FILE_MACRO = f"""
+create or replace macro warehouse_file(key) as
+case when current_setting('file_search_path') = '' then error({_quote(ROOT_UNSET)})
+     else rtrim(current_setting('file_search_path'), '/') || '/' || key end
+"""
+
+
+@cache
+def _empty_select(table: str) -> str:
+    """No rows, but the table's columns and types: an empty table needs no file."""
+    from liger_warehouse.model.tables import empty
+
+    with duckdb.connect() as con:
+        relation = con.from_arrow(empty(table))
+        columns = zip(relation.columns, relation.types, strict=True)
+    return "select " + ", ".join(f'cast(null as {kind}) as "{name}"' for name, kind in columns) + " where false"
+
+
+def table_view_sql(gen: Generation, table: str) -> str:
+    """The view of ``table``: its parts, named relative to the warehouse root."""
+    keys = [p.file for p in gen.parts(table)]
+    if not keys:
+        return f"create or replace view {table} as {_empty_select(table)}"
+    files = ", ".join(f"warehouse_file({_quote(k)})" for k in keys)
+    return f"create or replace view {table} as select * from read_parquet([{files}])"
+
+
+class MissingViews(RuntimeError):
+    """No analytic view to build: liger.duckdb would hold the tables and nothing else."""
+
+
+def analytic_view_files(sql_dir: Path = SQL_DIR) -> list[Path]:
+    """Every ``.sql`` file of ``sql_dir``; an error when there is none, so a broken install
+    fails instead of publishing a database without its views."""
+    files = sorted(sql_dir.glob("*.sql"))
+    if not files:
+        raise MissingViews(f"no analytic views (*.sql) in {sql_dir}: this installation lacks sql/; reinstall it")
+    return files
+
+
+def _create_analytic_views(con: duckdb.DuckDBPyConnection, files: list[Path]) -> list[str]:
+    """Views may use each other, so create them until every file has gone through."""
+    remaining, created = list(files), []
+    while remaining:
+        failed: list[tuple[Path, Exception]] = []
+        for path in remaining:
+            try:
+                con.execute(path.read_text())
+                created.append(path.stem)
+            except duckdb.Error as exc:
+                failed.append((path, exc))
+        if len(failed) == len(remaining):
+            path, exc = failed[0]
+            raise RuntimeError(f"{path.name}: {exc}") from exc
+        remaining = [p for p, _ in failed]
+    return created
+
+
+def create_views(con: duckdb.DuckDBPyConnection, gen: Generation, sql_dir: Path = SQL_DIR) -> list[str]:
+    """Every view of generation ``gen`` on ``con``; returns their names."""
+    from liger_warehouse.model.tables import SCHEMAS
+
+    for table in SCHEMAS:
+        con.execute(table_view_sql(gen, table))
+    con.execute(
+        "create or replace view warehouse_generation as select "
+        f"{_quote(gen.id)} as generation_id, {_quote(gen.created_at)} as created_at"
+    )
+    analytic = _create_analytic_views(con, analytic_view_files(sql_dir))
+    return [*SCHEMAS, "warehouse_generation", *analytic]
+
+
+def build_database(gens: GenerationStore, gen: Generation, target: Path, sql_dir: Path = SQL_DIR) -> list[str]:
+    """Write ``target`` for generation ``gen``; returns the names of the views created."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f"{target.name}.tmp-{uuid.uuid4().hex}")
+    try:
+        con = open_duckdb(gens.storage, str(tmp), config={"storage_compatibility_version": STORAGE_COMPATIBILITY})
+        try:
+            views = create_views(con, gen, sql_dir)
+            failpoint("database-view")  # the new file built, not yet in place
+            con.execute("checkpoint")
+        finally:
+            con.close()
+        failpoint("database-replace")
+        os.replace(tmp, target)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    return views
+
+
+def open_duckdb(
+    storage: Storage, path: str = ":memory:", read_only: bool = False, config: dict | None = None
+) -> duckdb.DuckDBPyConnection:
+    """A connection that reads the warehouse's objects where they are.
+
+    ``file_search_path`` is the root, so the views resolve their parts there (``warehouse_file``;
+    a writable connection defines that macro). For an object-store root the root's fsspec
+    filesystem (s3fs) is registered with DuckDB, so ``s3://`` URIs resolve through it: DuckDB's
+    own ``httpfs`` extension would be a download at run time, and no pip package ships one for
+    this DuckDB version (see docs/STORAGE.md).
+    """
+    settings = {**NO_DOWNLOADS, **_memory(), "file_search_path": storage.url, **(config or {})}
+    con = duckdb.connect(path, read_only=read_only, config=settings)
+    if not storage.is_local:
+        reader = ImmutableReadCache(storage.fs, storage.root, _local_dir(storage) / "parts")
+        # DuckDB shares one instance per database file within a process: another open
+        # connection to this file has registered it already.
+        if not any(con.filesystem_is_registered(name) for name in reader.protocol):
+            con.register_filesystem(reader)
+    if not read_only:
+        con.execute(WAREHOUSE_FILE_MACRO)
+    return con
+
+
+def lock_down(con: duckdb.DuckDBPyConnection, storage: Storage, allow_read: Sequence[Path] = ()) -> None:
+    """After this, ``con`` reads the warehouse's own files and those of ``allow_read``, loads
+    no extension, attaches nothing, and its settings stay as they are (``SESSION_SETTINGS``
+    apart), for good.
+
+    DuckDB lets a connection write where it may read, so this alone does not make it
+    read-only: user SQL must also pass ``read_only_statements``. Spill files still go to the
+    connection's ``temp_directory``.
+    """
+    paths = [p.resolve() for p in allow_read]
+    readable = {
+        "allowed_directories": [storage.uri(""), *(f"{p}/" for p in paths if p.is_dir())],
+        "allowed_paths": [str(p) for p in paths if not p.is_dir()],
+    }
+    if con.execute("select current_setting('lock_configuration')").fetchone()[0]:
+        # DuckDB shares one instance per database file within a process: another open
+        # connection to this file locked it already, for every connection to it.
+        for name, wanted in readable.items():
+            held = con.execute(f"select current_setting('{name}')").fetchone()[0]
+            if not set(wanted) <= set(held):
+                raise RuntimeError(f"{storage.url} is open in this process already, without {name} {wanted}")
+        return
+    for name, value in readable.items():
+        con.execute(f"set {name} = ?", [value])
+    con.execute("set allowed_configs = ?", [list(SESSION_SETTINGS)])
+    con.execute("set enable_external_access = false")
+    con.execute("set lock_configuration = true")
+
+
+class NotAQuery(ValueError):
+    """SQL that could do more than read: a read-only session refuses it before it runs."""
+
+
+# Leading whitespace and comments, then a word.
+_WORD = re.compile(r"(?:\s+|--[^\n]*(?:\n|$)|/\*.*?\*/)*([A-Za-z_]+)", re.DOTALL)
+_EXPLAIN = re.compile(r"(?:\s+|--[^\n]*(?:\n|$)|/\*.*?\*/)*explain(?:\s+analy[sz]e)?(?:\s*\([^)]*\))?", re.I | re.S)
+
+
+def _words(sql: str, count: int) -> list[str]:
+    words, rest = [], sql
+    for _ in range(count):
+        match = _WORD.match(rest)
+        if not match:
+            break
+        words.append(match.group(1).lower())
+        rest = rest[match.end() :]
+    return words
+
+
+def _is_read(statement: duckdb.Statement) -> bool:
+    kind, text = statement.type, statement.query
+    if kind == duckdb.StatementType.SELECT:
+        return True
+    if kind == duckdb.StatementType.MULTI:  # PIVOT with its values read from the data
+        return _words(text, 1) in (["pivot"], ["unpivot"])
+    if kind == duckdb.StatementType.EXPLAIN:  # only of what may run: EXPLAIN ANALYZE runs it
+        explain = _EXPLAIN.match(text)
+        inner = duckdb.extract_statements(text[explain.end() :]) if explain else []
+        return len(inner) == 1 and inner[0].type != duckdb.StatementType.EXPLAIN and _is_read(inner[0])
+    if kind == duckdb.StatementType.SET:  # SET [SESSION|LOCAL|GLOBAL] name, RESET ... likewise
+        words = _words(text, 3)
+        name = words[2:3] if words[1:2] in (["session"], ["local"], ["global"]) else words[1:2]
+        return name == ["variable"] or (bool(name) and name[0] in SESSION_SETTINGS)
+    return False
+
+
+def read_only_statements(sql: str) -> list[duckdb.Statement]:
+    """The statements of ``sql`` if each one only reads: a query (SELECT, FROM, DESCRIBE, SHOW,
+    SUMMARIZE, PIVOT), EXPLAIN of one, SET/RESET VARIABLE or of ``SESSION_SETTINGS``.
+
+    Raises ``NotAQuery`` naming the first statement that is not, before anything runs, and
+    ``duckdb.ParserException`` when ``sql`` does not parse.
+    """
+    statements = duckdb.extract_statements(sql)
+    for statement in statements:
+        if not _is_read(statement):
+            verb = " ".join(_words(statement.query, 2 if statement.type == duckdb.StatementType.SET else 1))
+            raise NotAQuery(
+                f"{verb.upper() or statement.type.name} is not a query, and this session is read-only: "
+                "it runs queries, EXPLAIN, SET VARIABLE and SET memory_limit"
+            )
+    return statements
+
+
+def _memory() -> dict[str, str]:
+    """DuckDB's memory limit, and where it spills beyond it (local scratch, also for s3 roots)."""
+    spill = cache_dir() / "duckdb-spill"
+    spill.mkdir(parents=True, exist_ok=True)
+    limit = settings.current().duckdb_memory_limit or DEFAULT_MEMORY_LIMIT
+    return {"memory_limit": limit, "temp_directory": str(spill)}
+
+
+def cache_dir() -> Path:
+    """Local scratch space: ``$LIGER_WAREHOUSE_CACHE_DIR``, else ``$XDG_CACHE_HOME/liger-warehouse``."""
+    s = settings.current()
+    base = s.cache_dir or os.path.join(s.xdg_cache_home or "~/.cache", "liger-warehouse")
+    return Path(base).expanduser()
+
+
+def _local_dir(storage: Storage) -> Path:
+    """This host's cache of an object-store root."""
+    return cache_dir() / sha256(storage.url.encode()).hexdigest()[:16]
+
+
+def database_path(storage: Storage) -> Path:
+    """Where liger.duckdb is opened: in the root when it is local; for an object-store root, a
+    local copy in the cache, since DuckDB cannot open a database file on an object store."""
+    if storage.is_local:
+        return Path(storage.root) / DATABASE
+    return _local_dir(storage) / DATABASE
+
+
+def publish_database(storage: Storage, path: Path) -> None:
+    """Upload a freshly built database to ``<root>/liger.duckdb`` (one PUT: atomic) for an
+    object-store root, so every host reads the same views; a local root has it in place."""
+    if not storage.is_local:
+        storage.write_bytes(DATABASE, path.read_bytes())
+
+
+def fetch_database(storage: Storage) -> Path:
+    """The local liger.duckdb of ``storage``, downloading the published copy for an object store."""
+    path = database_path(storage)
+    if storage.is_local:
+        if not path.exists():
+            raise FileNotFoundError(f"no database at {path}: run `liger-warehouse refresh` first")
+        return path
+    if not storage.exists(DATABASE):
+        raise FileNotFoundError(f"no database at {storage.uri(DATABASE)}: run `liger-warehouse refresh` first")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # Replace the copy whole: a reader that has the old one open keeps reading it.
+    tmp = path.with_name(f"{path.name}.tmp-{uuid.uuid4().hex}")
+    try:
+        tmp.write_bytes(storage.read_bytes(DATABASE))
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path
+
+
+def connect(storage: Storage, allow_read: Sequence[Path] = ()) -> duckdb.DuckDBPyConnection:
+    """A locked-down connection to the published views of ``storage``, wherever it lives.
+
+    A liger.duckdb built before its views named parts relative to the root names them by
+    absolute path, which is the original's when the warehouse was copied or moved: its views
+    are rebuilt in memory from the warehouse's own manifest instead (a reader writes no file;
+    the next refresh rewrites it).
+    """
+    con = open_duckdb(storage, str(fetch_database(storage)), read_only=True)
+    if not _reads_its_root(con):
+        from liger_warehouse.store.generations import GenerationStore
+
+        con.close()
+        gens = GenerationStore(storage)
+        con = open_duckdb(storage)
+        create_views(con, gens.current())
+    lock_down(con, storage, allow_read)
+    return con
+
+
+def _reads_its_root(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether the database's views name their parts through ``warehouse_file``."""
+    sql = "select count(*) from duckdb_functions() where function_name = 'warehouse_file' and not internal"
+    return con.execute(sql).fetchone()[0] > 0
+
+
+def shown_generation(storage: Storage, path: Path) -> str | None:
+    """The generation the database at ``path`` shows; None when there is none that opens, or
+    when its views name absolute paths (a database from before they were relative)."""
+    if not path.exists():
+        return None
+    try:
+        with open_duckdb(storage, str(path), read_only=True) as con:
+            if not _reads_its_root(con):
+                return None
+            return con.execute("select generation_id from warehouse_generation").fetchone()[0]
+    except duckdb.Error:
+        return None
+
+
+def rebuild_if_stale(gens: GenerationStore, path: Path) -> list[str] | None:
+    """Rebuild the views when they show another generation than ``CURRENT``.
+
+    A refresh killed between the switch and the views rebuild leaves them behind, and the
+    next refresh finds nothing new upstream, so nothing else would ever rebuild them.
+    Returns the views created, or None when they were current.
+    """
+    current = gens.current_id()
+    if current is None or shown_generation(gens.storage, path) == current:
+        return None
+    views = build_database(gens, gens.current(), path)
+    publish_database(gens.storage, path)
+    return views

@@ -1,0 +1,236 @@
+"""Generations: the atomic unit of publishing.
+
+A generation is a JSON manifest listing, per table, the immutable Parquet parts that make it
+up. Writers add new parts and stage a manifest; publishing swaps the one-line ``CURRENT``
+pointer, so a reader sees the whole previous generation or the whole new one. Unchanged parts
+are referenced again rather than rewritten, so a refresh writes only what changed.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import secrets
+import tempfile
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from hashlib import sha256
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from filelock import FileLock, Timeout
+
+from liger_warehouse.model.tables import SCHEMA_VERSION, SCHEMAS, TABLES, empty
+from liger_warehouse.runtime.failpoints import failpoint
+from liger_warehouse.store.storage import Storage, WriteConflict
+
+POINTER = "CURRENT"
+
+
+class PublishConflict(RuntimeError):
+    """Another refresh published first; this one's staged generation is stale."""
+
+
+class RefreshBusy(RuntimeError):
+    """Another refresh holds the warehouse lock."""
+
+
+class HeldLock:
+    """A lock already acquired. Its ``with`` releases it without acquiring it again: a
+    ``FileLock``'s own ``with`` would count a second hold and leave the first one held until
+    garbage collection."""
+
+    def __init__(self, lock: FileLock) -> None:
+        self.lock = lock
+
+    @property
+    def lock_file(self) -> str:
+        return self.lock.lock_file
+
+    def release(self) -> None:
+        self.lock.release()
+
+    def __enter__(self) -> HeldLock:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+@dataclass
+class Part:
+    key: str
+    file: str
+    rows: int
+
+
+@dataclass
+class Generation:
+    id: str
+    parent: str | None
+    created_at: str
+    tables: dict[str, list[Part]] = field(default_factory=dict)
+    summary: dict = field(default_factory=dict)
+    # The identities its digests follow; a manifest written before versions existed is 1.
+    schema_version: int = SCHEMA_VERSION
+
+    def parts(self, table: str) -> list[Part]:
+        return self.tables.get(table, [])
+
+    def rows(self, table: str) -> int:
+        return sum(p.rows for p in self.parts(table))
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=1, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> Generation:
+        data = json.loads(text)
+        tables = {name: [Part(**p) for p in parts] for name, parts in data.pop("tables").items()}
+        return cls(tables=tables, **{"schema_version": 1, **data})
+
+
+def new_generation_id(now: datetime | None = None) -> str:
+    now = now or datetime.now(UTC)
+    return now.strftime("%Y%m%dT%H%M%S%fZ") + "-" + secrets.token_hex(3)
+
+
+class GenerationStore:
+    def __init__(self, storage: Storage) -> None:
+        self.storage = storage
+
+    @staticmethod
+    def _manifest_key(gen_id: str) -> str:
+        return f"generations/{gen_id}.json"
+
+    def current_id(self) -> str | None:
+        if not self.storage.exists(POINTER):
+            return None
+        return self.storage.read_text(POINTER).strip() or None
+
+    def load(self, gen_id: str) -> Generation:
+        return Generation.from_json(self.storage.read_text(self._manifest_key(gen_id)))
+
+    def current(self) -> Generation:
+        """The published generation; an empty one before the first publish."""
+        gen_id = self.current_id()
+        if gen_id is None:
+            return Generation(id="", parent=None, created_at="", tables={t: [] for t in TABLES})
+        return self.load(gen_id)
+
+    def stage(self, gen: Generation) -> None:
+        self.storage.write_text(self._manifest_key(gen.id), gen.to_json())
+
+    def publish(self, gen: Generation) -> None:
+        """Make ``gen`` current, if nobody published since it was built on its parent.
+
+        A local root is guarded by the host's publish lock around the parent check and the
+        write. On S3 another host may publish in between, so the write of ``CURRENT`` is
+        conditional on the version that was checked (``If-Match`` its ETag, ``If-None-Match``
+        on the first publish); a store that ignores the condition is refused before anything
+        is written (``ConditionalWritesUnsupported``)."""
+        with self.lock("publish"):
+            if self.storage.is_local:
+                self._check_parent(gen, self.current_id())
+                failpoint("publish")
+                self.storage.write_text(POINTER, gen.id + "\n")
+                return
+            self.storage.probe_conditional_writes()
+            pointer, version = self.storage.read_versioned(POINTER)
+            self._check_parent(gen, pointer.decode("utf-8").strip() if pointer else None)
+            failpoint("publish")
+            try:
+                self.storage.write_if_unchanged(POINTER, (gen.id + "\n").encode("utf-8"), version)
+            except WriteConflict:
+                raise PublishConflict(
+                    f"generation {gen.id} was built on {gen.parent or 'an empty warehouse'}, but "
+                    f"another writer of {self.storage.url} published {self.current_id()} meanwhile "
+                    "(CURRENT changed under the conditional write); run the refresh again"
+                ) from None
+
+    @staticmethod
+    def _check_parent(gen: Generation, current: str | None) -> None:
+        if (current or None) != (gen.parent or None):
+            raise PublishConflict(
+                f"generation {gen.id} was built on {gen.parent or 'an empty warehouse'}, "
+                f"but {current} was published meanwhile; run the refresh again"
+            )
+
+    def lock(self, name: str, timeout: float = -1) -> FileLock:
+        """A host-wide lock on this warehouse, released by the OS if its holder dies."""
+        if self.storage.is_local:
+            lock_dir = os.path.join(self.storage.root, ".locks")
+        else:
+            lock_dir = os.path.join(tempfile.gettempdir(), "liger-warehouse-locks")
+            name = f"{sha256(self.storage.url.encode()).hexdigest()[:16]}-{name}"
+        os.makedirs(lock_dir, exist_ok=True)
+        return FileLock(os.path.join(lock_dir, f"{name}.lock"), timeout=timeout)
+
+    def try_lock(self, name: str) -> HeldLock:
+        """The lock ``name`` now, or ``RefreshBusy``; ``with`` it (or ``release()``) to let go."""
+        lock = self.lock(name, timeout=0)
+        try:
+            lock.acquire()
+        except Timeout:
+            raise RefreshBusy(
+                f"another refresh of {self.storage.url} is running (lock {lock.lock_file}); wait for it to finish"
+            ) from None
+        return HeldLock(lock)
+
+    def write_part(self, table: str, key: str, name: str, data: pa.Table) -> Part:
+        """Write one immutable Parquet part of ``table``."""
+        data = data.cast(SCHEMAS[table])
+        buffer = io.BytesIO()
+        pq.write_table(data, buffer, compression="zstd", row_group_size=256_000)
+        file = f"tables/{table}/{name}.parquet"
+        self.storage.write_bytes(file, buffer.getvalue())
+        return Part(key=key, file=file, rows=data.num_rows)
+
+    def write_content_part(self, table: str, data: pa.Table) -> Part:
+        """A whole derived table as one part named by its content: an unchanged table references
+        the file it already has, so a refresh that changes nothing it reads writes nothing."""
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, data.schema) as writer:
+            writer.write_table(data)
+        name = sha256(sink.getvalue().to_pybytes()).hexdigest()[:32]
+        file = f"tables/{table}/{name}.parquet"
+        if self.storage.exists(file):
+            return Part(key="all", file=file, rows=data.num_rows)
+        return self.write_part(table, "all", name, data)
+
+    def read_parts(self, table: str, parts: Iterable[Part], columns: list[str] | None = None) -> pa.Table:
+        tables = [self._read(p.file, columns) for p in parts]
+        if not tables:
+            base = empty(table)
+            return base.select(columns) if columns else base
+        return pa.concat_tables(tables)
+
+    def read_table(self, gen: Generation, table: str, columns: list[str] | None = None) -> pa.Table:
+        return self.read_parts(table, gen.parts(table), columns)
+
+    def _read(self, file: str, columns: list[str] | None) -> pa.Table:
+        with self.storage.open(file) as handle:
+            return pq.read_table(handle, columns=columns)
+
+    def part_uris(self, gen: Generation, table: str) -> list[str]:
+        return [self.storage.uri(p.file) for p in gen.parts(table)]
+
+
+class RunLedger:
+    """Which generation each orchestration run staged, so later steps of that run find it."""
+
+    def __init__(self, storage: Storage) -> None:
+        self.storage = storage
+
+    @staticmethod
+    def _key(run_id: str) -> str:
+        return f"state/runs/{run_id}.json"
+
+    def record(self, run_id: str, gen_id: str) -> None:
+        self.storage.write_text(self._key(run_id), json.dumps({"staged": gen_id}))
+
+    def staged(self, run_id: str) -> str | None:
+        key = self._key(run_id)
+        return json.loads(self.storage.read_text(key))["staged"] if self.storage.exists(key) else None

@@ -1,0 +1,94 @@
+"""Settings of an object-store warehouse root (``s3://bucket/prefix``), read from the environment.
+
+Credentials, region and profile come from the standard AWS chain (``AWS_ACCESS_KEY_ID``,
+``AWS_PROFILE``, instance roles, ...); nothing here stores or logs them. The endpoint is
+``LIGER_WAREHOUSE_S3_ENDPOINT`` when set, else botocore's own ``AWS_ENDPOINT_URL_S3`` /
+``AWS_ENDPOINT_URL``, else AWS itself.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+
+from fsspec import AbstractFileSystem
+
+from liger_warehouse import settings
+
+S3_PROTOCOLS = ("s3", "s3a")
+
+
+def protocol(url: str) -> str:
+    return url.split("://", 1)[0] if "://" in url else "file"
+
+
+def storage_options(url: str) -> dict:
+    """fsspec options for the filesystem of ``url``; empty for anything but S3."""
+    if protocol(url) not in S3_PROTOCOLS:
+        return {}
+    # No listing cache: another writer's new objects (a new CURRENT, new parts) must be seen at
+    # once; a stale listing could make a content-addressed write skip or a reader miss a part.
+    options: dict = {"use_listings_cache": False}
+    endpoint = settings.current().s3_endpoint
+    if endpoint:
+        options["endpoint_url"] = endpoint
+    return options
+
+
+class ImmutableReadCache(AbstractFileSystem):
+    """The filesystem DuckDB reads an object-store root through.
+
+    Every Parquet part is immutable (its name carries the generation id or its content digest
+    and it is never rewritten), so a part is downloaded whole once into a local directory and
+    read from disk after that. Without it each query re-opens every part over the network
+    through Python (a HEAD plus range GETs per open, thousands per audit). Anything else
+    passes through uncached. Read-only: DuckDB never writes to the warehouse.
+    """
+
+    cachable = False  # one per root and cache directory; never shared through fsspec's cache
+
+    def __init__(self, fs: AbstractFileSystem, root: str, cache: Path) -> None:
+        super().__init__()
+        self.protocol = fs.protocol if isinstance(fs.protocol, tuple) else (fs.protocol,)
+        self.target = fs
+        self.prefix = root.rstrip("/") + "/tables/"
+        self.cache = cache
+
+    def _local_copy(self, path: str) -> str | None:
+        """The local copy of an immutable part (downloaded on first use), else None."""
+        path = self.target._strip_protocol(path)
+        if not (path.startswith(self.prefix) and path.endswith(".parquet")):
+            return None
+        local = self.cache / path[len(self.prefix) :]
+        if not local.exists():
+            local.parent.mkdir(parents=True, exist_ok=True)
+            tmp = local.with_name(f"{local.name}.tmp-{uuid.uuid4().hex}")
+            try:
+                self.target.get_file(path, str(tmp))
+                os.replace(tmp, local)
+            finally:
+                tmp.unlink(missing_ok=True)
+        return str(local)
+
+    def _open(self, path: str, mode: str = "rb", **kwargs):
+        if mode != "rb":
+            raise PermissionError(f"{path}: the warehouse is read-only to DuckDB")
+        local = self._local_copy(path)
+        return open(local, "rb") if local else self.target.open(path, "rb")
+
+    def info(self, path: str, **kwargs) -> dict:
+        local = self._local_copy(path)
+        if local is None:
+            return self.target.info(path, **kwargs)
+        return {"name": self.target._strip_protocol(path), "size": os.path.getsize(local), "type": "file"}
+
+    def modified(self, path: str):
+        local = self._local_copy(path)
+        if local is None:
+            return self.target.modified(path)
+        return datetime.fromtimestamp(os.path.getmtime(local), UTC)
+
+    def ls(self, path: str, detail: bool = True, **kwargs):
+        return self.target.ls(path, detail=detail, **kwargs)

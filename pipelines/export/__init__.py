@@ -1,9 +1,0 @@
-"""Exports of warehouse results to other formats (kernelindex.dev records)."""
-
-from pipelines.export.kernelindex import (
-    kernelindex_record,
-    result_from_kernelindex,
-    validate_record,
-)
-
-__all__ = ["kernelindex_record", "result_from_kernelindex", "validate_record"]
