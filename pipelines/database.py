@@ -26,6 +26,7 @@ from pathlib import Path
 import duckdb
 
 from pipelines.failpoints import failpoint
+from pipelines.sql_files import SqlFile, load_order
 from pipelines.store.generations import Generation, GenerationStore
 from pipelines.store.objectstore import ImmutableReadCache
 from pipelines.store.storage import Storage
@@ -33,7 +34,8 @@ from pipelines.tables import SCHEMAS, empty
 
 DATABASE = "liger.duckdb"
 STORAGE_COMPATIBILITY = "v1.0.0"
-# The repository's top-level sql/, installed as the package pipelines.sql (setup.py).
+# The repository's top-level sql/ (macros/, views/, derived/), installed as the package
+# pipelines.sql (setup.py).
 SQL_DIR = Path(str(resources.files("pipelines.sql")))
 CACHE_DIR = "LIGER_WAREHOUSE_CACHE_DIR"
 # Never fetch an extension at run time: a missing one is an error, not a download.
@@ -84,31 +86,24 @@ class MissingViews(RuntimeError):
     """No analytic view to build: liger.duckdb would hold the tables and nothing else."""
 
 
-def analytic_view_files(sql_dir: Path = SQL_DIR) -> list[Path]:
-    """Every ``.sql`` file of ``sql_dir``; an error when there is none, so a broken install
-    fails instead of publishing a database without its views."""
-    files = sorted(sql_dir.glob("*.sql"))
+def analytic_view_files(sql_dir: Path = SQL_DIR) -> list[SqlFile]:
+    """The macros and views of ``sql_dir`` in their declared load order (``sql_files``); an
+    error when there is none, so a broken install fails instead of publishing a database
+    without its views."""
+    files = load_order(sql_dir, {*SCHEMAS, "warehouse_generation"})
     if not files:
         raise MissingViews(f"no analytic views (*.sql) in {sql_dir}: this installation lacks sql/; reinstall it")
     return files
 
 
-def _create_analytic_views(con: duckdb.DuckDBPyConnection, files: list[Path]) -> list[str]:
-    """Views may use each other, so create them until every file has gone through."""
-    remaining, created = list(files), []
-    while remaining:
-        failed: list[tuple[Path, Exception]] = []
-        for path in remaining:
-            try:
-                con.execute(path.read_text())
-                created.append(path.stem)
-            except duckdb.Error as exc:
-                failed.append((path, exc))
-        if len(failed) == len(remaining):
-            path, exc = failed[0]
-            raise RuntimeError(f"{path.name}: {exc}") from exc
-        remaining = [p for p, _ in failed]
-    return created
+def _create_analytic_views(con: duckdb.DuckDBPyConnection, files: list[SqlFile], sql_dir: Path) -> list[str]:
+    """Each file after what it reads: the first that fails is the cause, and is named."""
+    for file in files:
+        try:
+            con.execute(file.sql)
+        except duckdb.Error as exc:
+            raise RuntimeError(f"{file.label(sql_dir)}: {exc}") from exc
+    return [file.name for file in files]
 
 
 def create_views(con: duckdb.DuckDBPyConnection, gen: Generation, sql_dir: Path = SQL_DIR) -> list[str]:
@@ -119,7 +114,7 @@ def create_views(con: duckdb.DuckDBPyConnection, gen: Generation, sql_dir: Path 
         "create or replace view warehouse_generation as select "
         f"{_quote(gen.id)} as generation_id, {_quote(gen.created_at)} as created_at"
     )
-    analytic = _create_analytic_views(con, analytic_view_files(sql_dir))
+    analytic = _create_analytic_views(con, analytic_view_files(sql_dir), sql_dir)
     return [*SCHEMAS, "warehouse_generation", *analytic]
 
 
