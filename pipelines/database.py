@@ -26,7 +26,7 @@ from pathlib import Path
 import duckdb
 
 from pipelines.failpoints import failpoint
-from pipelines.sql_files import SqlFile, load_order
+from pipelines.sql_files import SqlFile, load_order, read_by
 from pipelines.store.generations import Generation, GenerationStore
 from pipelines.store.objectstore import ImmutableReadCache
 from pipelines.store.storage import Storage
@@ -106,15 +106,19 @@ def _create_analytic_views(con: duckdb.DuckDBPyConnection, files: list[SqlFile],
     return [file.name for file in files]
 
 
-def create_views(con: duckdb.DuckDBPyConnection, gen: Generation, sql_dir: Path = SQL_DIR) -> list[str]:
-    """Every view of generation ``gen`` on ``con``; returns their names."""
+def create_views(
+    con: duckdb.DuckDBPyConnection, gen: Generation, sql_dir: Path = SQL_DIR, reads: set[str] | None = None
+) -> list[str]:
+    """Every view of generation ``gen`` on ``con`` (only the macros and views that ``reads``
+    needs, when given); returns their names."""
     for table in SCHEMAS:
         con.execute(table_view_sql(gen, table))
     con.execute(
         "create or replace view warehouse_generation as select "
         f"{_quote(gen.id)} as generation_id, {_quote(gen.created_at)} as created_at"
     )
-    analytic = _create_analytic_views(con, analytic_view_files(sql_dir), sql_dir)
+    files = analytic_view_files(sql_dir)
+    analytic = _create_analytic_views(con, files if reads is None else read_by(files, reads), sql_dir)
     return [*SCHEMAS, "warehouse_generation", *analytic]
 
 
