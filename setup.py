@@ -1,12 +1,15 @@
 """What pyproject.toml cannot say: the analytic views stay in the top-level ``sql/`` directory
-and ship inside the package as ``liger_warehouse.sql`` (read with importlib.resources; the
-derived-table models of ``sql/derived/`` too), so that a wheel, not only an editable install,
-builds liger.duckdb with every view. ``pipelines`` is the Dagster code location beside it."""
+and ship inside the package as ``liger_warehouse.sql`` (read with importlib.resources; its macros/,
+views/ and derived/ folders), so that a wheel, not only an editable install, builds
+liger.duckdb with every view. ``pipelines`` is the Dagster code location beside it."""
 
 from setuptools import find_packages, setup
 
 setup(
     packages=[*find_packages(include=["liger_warehouse*", "pipelines*"]), "liger_warehouse.sql"],
     package_dir={"liger_warehouse.sql": "sql"},
-    package_data={"liger_warehouse": ["**/*.json"], "liger_warehouse.sql": ["*.sql", "derived/*.sql"]},
+    package_data={
+        "liger_warehouse": ["**/*.json"],
+        "liger_warehouse.sql": ["macros/*.sql", "views/*.sql", "derived/*.sql"],
+    },
 )

@@ -33,7 +33,7 @@ NEWEST = {
 def queries(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
     """The baseline, every analytic view, and ``compare_versions`` / ``compare_runs`` on the two
     newest builds and runs."""
-    stems = {p.stem for p in analytic_view_files()}
+    stems = {f.name for f in analytic_view_files()}
     views = {r[0] for r in con.execute("select view_name from duckdb_views() where not internal").fetchall()}
     out = {"scan fact_result": BASELINE}
     out |= {v: f"select * from {v}" for v in sorted(stems & views)}

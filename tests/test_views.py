@@ -145,7 +145,7 @@ def test_kernel_drift_explains_a_memory_change(db):
 
 def test_versions_are_in_semantic_order(db, mirror):
     versions = {r.version for r in mirror.results()}
-    order = [v for (v,) in _query(db, "select liger_version from versions")]
+    order = [v for (v,) in _query(db, "select liger_version from versions order by version_rank")]
     assert order == expected.semantic_order(versions)
     assert order.index("0.5.10") > order.index("0.5.8")
     assert order != sorted(versions), "string order would differ"
@@ -191,7 +191,7 @@ def tiny(tmp_path_factory) -> Path:
 
 def test_prereleases_order_and_verdicts(tiny):
     order = ["0.9.0", "0.9.2", "0.9.10", "0.10.0.dev1", "0.10.0rc1", "0.10.0"]
-    assert [v for (v,) in _query(tiny, "select liger_version from versions")] == order
+    assert [v for (v,) in _query(tiny, "select liger_version from versions order by version_rank")] == order
     builds = [b for (b,) in _query(tiny, "select build from dim_build order by build_rank")]
     assert builds == ["0.9.0", "0.9.2", "0.9.10", "0.10.0.dev1+20260201.abc1234", "0.10.0rc1", "0.10.0"]
     steps = _query(
@@ -212,7 +212,9 @@ def test_prereleases_order_and_verdicts(tiny):
         ("0.10.0.dev1+20260201.abc1234", "0.10.0rc1", -0.0769, 2, noise, "inconclusive"),
         ("0.10.0rc1", "0.10.0", -0.3333, 2, noise, "inconclusive"),
     ]
-    runs = _query(tiny, "select liger_version, release_runs from versions where release_runs is not null")
+    runs = _query(
+        tiny, "select liger_version, release_runs from versions where release_runs is not null order by version_rank"
+    )
     assert runs == [("0.10.0rc1", ["abc1235-v0.10.0rc1"]), ("0.10.0", ["abc1236-v0.10.0"])]
 
 

@@ -33,9 +33,9 @@ DEFINES = re.compile(r"create\s+or\s+replace\s+(view|macro)\s+(\w+)", re.IGNOREC
 
 
 def _defined() -> dict[str, set[str]]:
-    """What sql/ defines, read from the files themselves: view and macro names."""
+    """What sql/ defines, read from the files themselves (macros/, views/): view and macro names."""
     found: dict[str, set[str]] = {"view": set(), "macro": set()}
-    for path in SQL.glob("*.sql"):
+    for path in SQL.glob("*/*.sql"):
         for kind, name in DEFINES.findall(path.read_text()):
             found[kind.lower()].add(name)
     return found
@@ -62,8 +62,10 @@ def test_a_wheel_in_a_fresh_venv_builds_every_view(tmp_path: Path):
     _run(sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--wheel-dir", dist, source, cwd=tmp_path)
     (wheel,) = dist.glob("liger_warehouse-*.whl")
     with zipfile.ZipFile(wheel) as archive:
-        shipped = {Path(n).name for n in archive.namelist() if n.startswith("liger_warehouse/sql/")}
-    assert {p.name for p in SQL.glob("*.sql")} <= shipped
+        prefix = "liger_warehouse/sql/"
+        shipped = {n.removeprefix(prefix) for n in archive.namelist() if n.startswith(prefix)}
+    # every subfolder: macros/, views/, derived/
+    assert {p.relative_to(SQL).as_posix() for p in SQL.glob("*/*.sql")} <= shipped
 
     venv = tmp_path / "venv"
     _run(sys.executable, "-m", "venv", venv, cwd=tmp_path)

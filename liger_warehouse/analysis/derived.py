@@ -5,17 +5,37 @@ for a series in a run or a build, each series' noise) is computed once when a ge
 staged, from the staged facts, and published with them as Parquet: the views read these tables
 instead of deriving them per query. Models run in ``SQL_MODELS`` order; each sees the staged
 tables, the analytic views of ``sql/`` and the models before it.
+
+A refresh derives what its new facts touch and carries the rest from the published generation
+(``_Incremental``), with the same rows a derivation from scratch gives:
+
+- ``fact_run_point`` has one part per gh-pages run, named by a digest of what its rows come
+  from (the run's fact_result parts, its revisions, the releases of its commit, the SQL): a run
+  whose inputs are unchanged keeps its part, a new run gets one;
+- ``dim_series`` adds the series of new fact_result parts that it lacks;
+- ``fact_build_point`` re-derives the builds whose points changed (the builds of changed run
+  parts, the versions of changed main-branch or imported rows) and carries the others;
+- ``dim_build``, ``fact_series_noise`` and ``fact_speedup_noise`` are derived whole (a series'
+  noise is shrunk toward pools over every series, so one new run moves them all).
+
+The same model SQL runs in both cases, over views narrowed to the touched parts or builds.
 """
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass, field, replace
+from functools import cache
+from hashlib import sha256
 from pathlib import Path
 
 import duckdb
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from liger_warehouse.model.tables import SCHEMAS, SQL_MODELS
-from liger_warehouse.serve.database import SQL_DIR, create_views, open_duckdb
+from liger_warehouse.serve.database import SQL_DIR, create_views, open_duckdb, table_view_sql
+from liger_warehouse.serve.sql_files import declared_reads
 from liger_warehouse.store.generations import Generation, GenerationStore, Part
 
 MODEL_DIR = SQL_DIR / "derived"
@@ -34,25 +54,195 @@ def model_sql(name: str, model_dir: Path = MODEL_DIR) -> str:
     return (model_dir / f"{name}.sql").read_text()
 
 
+@cache
+def _model_reads() -> set[str]:
+    """What the models read (their ``-- reads:`` lines): the only views a derivation creates."""
+    return {name for model in SQL_MODELS for name in declared_reads(model_sql(model)) or ()}
+
+
+@cache
+def derivation_version() -> str:
+    """What every derived row also depends on: the SQL of ``sql/`` and the derived schemas. A
+    part derived under another version is never carried."""
+    texts = [p.read_text() for p in sorted(SQL_DIR.rglob("*.sql"))]
+    texts += [str(SCHEMAS[name]) for name in SQL_MODELS]
+    return sha256("\0".join(texts).encode()).hexdigest()[:16]
+
+
 def _derive(con: duckdb.DuckDBPyConnection, name: str) -> pa.Table:
     data = con.sql(model_sql(name)).arrow()
     if isinstance(data, pa.RecordBatchReader):
         data = data.read_all()
-    data = data.select(SCHEMAS[name].names).cast(SCHEMAS[name])
-    return data.sort_by([(column, "ascending") for column in ORDER[name]])
+    return _sorted(name, data.select(SCHEMAS[name].names).cast(SCHEMAS[name]))
 
 
-def add_to_generation(gens: GenerationStore, gen: Generation) -> dict[str, Part]:
-    """Run every SQL model over staged generation ``gen`` and re-stage it with their tables."""
-    parts: dict[str, Part] = {}
+def _show(con: duckdb.DuckDBPyConnection, gen: Generation, table: str, parts: list[Part], where: str = "") -> None:
+    """Make ``table`` on ``con`` read ``parts`` (rows matching ``where``, when given)."""
+    select = table_view_sql(Generation(gen.id, None, "", {table: parts}), table).split(" as ", 1)[1]
+    con.execute(f"create or replace view {table} as select * from ({select}) where {where or 'true'}")
+
+
+def _digest(*values: object) -> str:
+    return sha256(json.dumps(values, sort_keys=True, default=str).encode()).hexdigest()[:32]
+
+
+@dataclass
+class _Incremental:
+    """What the published generation ``prior`` already holds that ``gen`` can carry."""
+
+    gens: GenerationStore
+    gen: Generation
+    prior: Generation | None
+    new_files: list[Part] = field(default_factory=list)  # fact_result parts not in prior
+    gone_files: list[Part] = field(default_factory=list)  # prior fact_result parts not in gen
+
+    @classmethod
+    def of(cls, gens: GenerationStore, gen: Generation, from_scratch: bool) -> _Incremental:
+        prior = None if from_scratch or not gen.parent else gens.load(gen.parent)
+        if prior is not None and not all(_carried(prior, name) for name in ("dim_series", "fact_build_point")):
+            prior = None  # published before these were derived this way: derive them whole
+        if prior is not None and prior.schema_version != gen.schema_version:
+            prior = None  # a migration gave the facts new digests
+        sources = {p.key for p in gen.parts("fact_result")}
+        # A source's part keeps every result it ever had (restated ones too), so a series
+        # leaves the facts only with its source.
+        if prior is not None and {p.key for p in prior.parts("fact_result")} - sources:
+            prior = None
+        held = {p.file for p in prior.parts("fact_result")} if prior else set()
+        kept = {p.file for p in gen.parts("fact_result")}
+        new = [p for p in gen.parts("fact_result") if p.file not in held]
+        gone = [p for p in prior.parts("fact_result") if p.file not in kept] if prior else []
+        return cls(gens, gen, prior, new, gone)
+
+    def run_points(self, con: duckdb.DuckDBPyConnection) -> list[Part]:
+        """One part per gh-pages run, re-derived only where its inputs changed."""
+        wanted = _run_point_files(con, self.gen)
+        held = {(p.key, p.file): p for p in self.prior.parts("fact_run_point")} if self.prior else {}
+        parts = {run: held[(run, file)] for run, file in wanted.items() if (run, file) in held}
+        todo = sorted(set(wanted) - set(parts))
+        if todo:
+            _show(con, self.gen, "fact_result", [p for p in self.gen.parts("fact_result") if p.key in todo])
+            data = _derive(con, "fact_run_point")
+            con.execute(table_view_sql(self.gen, "fact_result"))
+            offset = 0  # rows sorted by run: one slice per run
+            for count in pc.value_counts(data["run"]).to_pylist():
+                run, rows = count["values"], data.slice(offset, count["counts"])
+                offset += count["counts"]
+                parts[run] = self.gens.write_part("fact_run_point", run, Path(wanted[run]).stem, rows)
+        return [parts[run] for run in sorted(parts)]
+
+    def series(self, con: duckdb.DuckDBPyConnection) -> list[Part]:
+        """The published series and those of the new fact_result parts that it lacks."""
+        if self.prior is None:
+            return [self.content_part("dim_series", _derive(con, "dim_series"))]
+        if not self.new_files:
+            return self.prior.parts("dim_series")
+        held = self.gens.read_table(self.prior, "dim_series").cast(SCHEMAS["dim_series"])
+        _show(con, self.gen, "fact_result", self.new_files)
+        found = _derive(con, "dim_series")
+        con.execute(table_view_sql(self.gen, "fact_result"))
+        added = found.filter(pc.invert(pc.is_in(found["series_digest"], held["series_digest"])))
+        return [self.content_part("dim_series", _sorted("dim_series", pa.concat_tables([held, added])))]
+
+    def build_points(self, con: duckdb.DuckDBPyConnection, run_points: list[Part]) -> list[Part]:
+        """The builds whose points changed re-derived; the other builds' rows carried."""
+        if self.prior is None:
+            return [self.content_part("fact_build_point", _derive(con, "fact_build_point"))]
+        touched = self._touched_builds(run_points)
+        if not len(touched):
+            return self.prior.parts("fact_build_point")
+        held = self.gens.read_table(self.prior, "fact_build_point").cast(SCHEMAS["fact_build_point"])
+        kept = held.filter(pc.invert(pc.is_in(held["build"], touched)))
+        con.register("touched_build", pa.table({"build": touched}))
+        _show(con, self.gen, "fact_run_point", run_points, "build in (select build from touched_build)")
+        # A main-branch or imported row stands for its version's release build.
+        where = "source <> 'gh-pages' and liger_version in (select build from touched_build)"
+        _show(con, self.gen, "fact_result", self.gen.parts("fact_result"), where)
+        found = _derive(con, "fact_build_point")
+        for table in ("fact_result", "fact_run_point"):
+            con.execute(table_view_sql(self.gen, table))
+        rows = pa.concat_tables([kept, found.filter(pc.is_in(found["build"], touched))])
+        return [self.content_part("fact_build_point", _sorted("fact_build_point", rows))]
+
+    def _touched_builds(self, run_points: list[Part]) -> pa.Array:
+        """Builds of run parts that came or went, and the versions (their release builds) of
+        main-branch or imported rows in fact_result parts that came or went."""
+        before = {p.file: p for p in self.prior.parts("fact_run_point")}
+        after = {p.file: p for p in run_points}
+        changed_runs = [p for f, p in after.items() if f not in before] + [
+            p for f, p in before.items() if f not in after
+        ]
+        builds = self.gens.read_parts("fact_run_point", changed_runs, ["build"])["build"]
+        rows = self.gens.read_parts("fact_result", self.new_files + self.gone_files, ["source", "liger_version"])
+        versions = rows.filter(pc.not_equal(rows["source"], "gh-pages"))["liger_version"]
+        return pa.array(sorted(set(builds.to_pylist()) | set(versions.to_pylist())), pa.string())
+
+    def content_part(self, table: str, data: pa.Table) -> Part:
+        # Keyed by the derivation version: a later refresh carries it only under the same SQL.
+        return replace(self.gens.write_content_part(table, data), key=derivation_version())
+
+
+def _carried(prior: Generation, table: str) -> bool:
+    parts = prior.parts(table)
+    return len(parts) == 1 and parts[0].key == derivation_version()
+
+
+def _sorted(name: str, data: pa.Table) -> pa.Table:
+    """In ``ORDER``, in one chunk: the same rows are the same bytes however they were put together."""
+    return data.sort_by([(column, "ascending") for column in ORDER[name]]).combine_chunks()
+
+
+def _run_point_files(con: duckdb.DuckDBPyConnection, gen: Generation) -> dict[str, str]:
+    """Each gh-pages run's fact_run_point part, named by a digest of what its rows come from:
+    the run's fact_result parts, its revisions and their places, the releases of its commit
+    (a release run makes the other runs of its commit release runs), and the SQL."""
+    revisions = con.execute(
+        """
+        select
+            r.source_key,
+            list([r.revision_digest, r.seq::varchar] order by r.seq, r.revision_digest) as revisions,
+            list_sort(list(distinct rc.release_version) filter (where rc.release_version is not null)) as releases
+        from dim_upstream_revision as r
+        left join (
+            select distinct split_part(run, '-', 1) as run_commit, release_version
+            from dim_upstream_revision
+            where release_version is not null
+        ) as rc on rc.run_commit = split_part(r.run, '-', 1)
+        where r.source = 'gh-pages'
+        group by r.source_key
+        """
+    ).fetchall()
+    files: dict[str, list[str]] = {}
+    for part in gen.parts("fact_result"):
+        files.setdefault(part.key, []).append(part.file)
+    return {
+        run: f"tables/fact_run_point/{_digest(derivation_version(), run, sorted(files[run]), held, releases)}.parquet"
+        for run, held, releases in revisions
+        if run in files
+    }
+
+
+def add_to_generation(gens: GenerationStore, gen: Generation, from_scratch: bool = False) -> dict[str, list[Part]]:
+    """Run every SQL model over staged generation ``gen`` and re-stage it with their tables.
+
+    What the published parent already derived is carried where its inputs are unchanged
+    (``from_scratch`` derives everything anew; the rows are the same either way)."""
+    incremental = _Incremental.of(gens, gen, from_scratch)
+    tables: dict[str, list[Part]] = {}
     with open_duckdb(gens.storage) as con:
-        create_views(con, gen)
+        create_views(con, gen, reads=_model_reads())
         for name in SQL_MODELS:
-            data = _derive(con, name)
-            parts[name] = gens.write_content_part(name, data)
+            if name == "fact_run_point":
+                parts = incremental.run_points(con)
+            elif name == "dim_series":
+                parts = incremental.series(con)
+            elif name == "fact_build_point":
+                parts = incremental.build_points(con, tables["fact_run_point"])
+            else:
+                parts = [incremental.content_part(name, _derive(con, name))]
+            tables[name] = parts
             # The next models read this one as the staged generation will show it.
-            con.register(f"derived_{name}", data)
-            con.execute(f"create or replace view {name} as select * from derived_{name}")
-    gen.tables.update({name: [part] for name, part in parts.items()})
+            gen.tables[name] = parts
+            con.execute(table_view_sql(gen, name))
     gens.stage(gen)
-    return parts
+    return tables

@@ -28,6 +28,7 @@ import duckdb
 
 from liger_warehouse import settings
 from liger_warehouse.runtime.failpoints import failpoint
+from liger_warehouse.serve.sql_files import SqlFile, load_order, read_by
 from liger_warehouse.store.objectstore import ImmutableReadCache
 from liger_warehouse.store.storage import Storage
 
@@ -40,7 +41,8 @@ if TYPE_CHECKING:
 
 DATABASE = "liger.duckdb"
 STORAGE_COMPATIBILITY = "v1.0.0"
-# The repository's top-level sql/, installed as the package liger_warehouse.sql (setup.py).
+# The repository's top-level sql/ (macros/, views/, derived/), installed as the package
+# liger_warehouse.sql (setup.py).
 SQL_DIR = Path(str(resources.files("liger_warehouse.sql")))
 # Never fetch an extension at run time: a missing one is an error, not a download.
 NO_DOWNLOADS = {"autoinstall_known_extensions": "false"}
@@ -91,35 +93,33 @@ class MissingViews(RuntimeError):
     """No analytic view to build: liger.duckdb would hold the tables and nothing else."""
 
 
-def analytic_view_files(sql_dir: Path = SQL_DIR) -> list[Path]:
-    """Every ``.sql`` file of ``sql_dir``; an error when there is none, so a broken install
-    fails instead of publishing a database without its views."""
-    files = sorted(sql_dir.glob("*.sql"))
+def analytic_view_files(sql_dir: Path = SQL_DIR) -> list[SqlFile]:
+    """The macros and views of ``sql_dir`` in their declared load order (``sql_files``); an
+    error when there is none, so a broken install fails instead of publishing a database
+    without its views."""
+    from liger_warehouse.model.tables import SCHEMAS
+
+    files = load_order(sql_dir, {*SCHEMAS, "warehouse_generation"})
     if not files:
         raise MissingViews(f"no analytic views (*.sql) in {sql_dir}: this installation lacks sql/; reinstall it")
     return files
 
 
-def _create_analytic_views(con: duckdb.DuckDBPyConnection, files: list[Path]) -> list[str]:
-    """Views may use each other, so create them until every file has gone through."""
-    remaining, created = list(files), []
-    while remaining:
-        failed: list[tuple[Path, Exception]] = []
-        for path in remaining:
-            try:
-                con.execute(path.read_text())
-                created.append(path.stem)
-            except duckdb.Error as exc:
-                failed.append((path, exc))
-        if len(failed) == len(remaining):
-            path, exc = failed[0]
-            raise RuntimeError(f"{path.name}: {exc}") from exc
-        remaining = [p for p, _ in failed]
-    return created
+def _create_analytic_views(con: duckdb.DuckDBPyConnection, files: list[SqlFile], sql_dir: Path) -> list[str]:
+    """Each file after what it reads: the first that fails is the cause, and is named."""
+    for file in files:
+        try:
+            con.execute(file.sql)
+        except duckdb.Error as exc:
+            raise RuntimeError(f"{file.label(sql_dir)}: {exc}") from exc
+    return [file.name for file in files]
 
 
-def create_views(con: duckdb.DuckDBPyConnection, gen: Generation, sql_dir: Path = SQL_DIR) -> list[str]:
-    """Every view of generation ``gen`` on ``con``; returns their names."""
+def create_views(
+    con: duckdb.DuckDBPyConnection, gen: Generation, sql_dir: Path = SQL_DIR, reads: set[str] | None = None
+) -> list[str]:
+    """Every view of generation ``gen`` on ``con`` (only the macros and views that ``reads``
+    needs, when given); returns their names."""
     from liger_warehouse.model.tables import SCHEMAS
 
     for table in SCHEMAS:
@@ -128,7 +128,8 @@ def create_views(con: duckdb.DuckDBPyConnection, gen: Generation, sql_dir: Path 
         "create or replace view warehouse_generation as select "
         f"{_quote(gen.id)} as generation_id, {_quote(gen.created_at)} as created_at"
     )
-    analytic = _create_analytic_views(con, analytic_view_files(sql_dir))
+    files = analytic_view_files(sql_dir)
+    analytic = _create_analytic_views(con, files if reads is None else read_by(files, reads), sql_dir)
     return [*SCHEMAS, "warehouse_generation", *analytic]
 
 

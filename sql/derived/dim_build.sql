@@ -9,6 +9,7 @@
 -- the release and before the next one, as PEP 440 orders local versions, so
 -- `compare_versions('0.7.0', 'latest')` compares a release with the newest nightly.
 -- `build_rank` orders builds: release order, then each release's nightlies in run order.
+-- reads: dim_version, result_build
 with labelled as (
     select build, liger_version, build_kind, run_seq, observed_at, source_label
     from result_build

@@ -9,6 +9,7 @@
 -- medians over these groups (docs/VERDICTS.md).
 -- Every result of a series has the same protocol, workload, GPU, provider and backend: any
 -- one of them names the series.
+-- reads: dim_environment, dim_implementation, dim_protocol, dim_workload, fact_result
 with named as (
     select
         series_digest,

@@ -6,6 +6,7 @@
 -- or, for a series none of them holds, on the main-branch (or imported) rows of its version:
 -- p20/p50/p80 are the medians over those points, `runs` counts them and `sources` names them
 -- (runs, or the short commit that first showed a main-branch row).
+-- reads: fact_result, fact_run_point, result_build
 with point as (
     select p.build, p.series_digest, true as from_run, p.run as source_label, p.p20, p.p50, p.p80, p.observed_at
     from fact_run_point as p

@@ -12,6 +12,7 @@
 -- change that one run against one run calls whether it moves the whole sweep or this workload
 -- alone (significance x the larger of the two); `history` counts the run steps. A series
 -- without gh-pages history gets the pooled noise and a history of 0.
+-- reads: dim_series, run_steps, verdict_rule
 with step as (
     select series_digest, sweep_key, pair, residual_log, sweep_own_log, sweep_series
     from run_steps

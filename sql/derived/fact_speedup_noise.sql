@@ -7,6 +7,7 @@
 -- the steps between consecutive runs that hold both (`history`). Like a series' noise it is
 -- pulled toward the median of the pairings of its metric with the weight of
 -- `verdict_rule().prior_steps` steps; `noise` is the result.
+-- reads: dim_series, fact_run_point, verdict_rule
 with point as (
     select p.run, p.run_seq, p.series_digest, p.p50, s.point_key, s.metric, s.is_liger
     from fact_run_point as p

@@ -84,14 +84,14 @@ def sql_models(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
         context.log.info("this run staged no generation: no derived tables to compute")
         return
     gen = gens.load(gen_id)
-    for name, part in derived.add_to_generation(gens, gen).items():
+    for name, parts in derived.add_to_generation(gens, gen).items():
         yield dg.MaterializeResult(
             asset_key=name,
             metadata={
-                "dagster/row_count": part.rows,
+                "dagster/row_count": sum(p.rows for p in parts),
                 "dagster/column_schema": column_schema(name),
                 "generation": gen.id,
-                "part": part.file,
+                "parts": len(parts),
                 "model": f"sql/derived/{name}.sql",
             },
         )

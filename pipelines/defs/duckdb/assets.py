@@ -16,7 +16,7 @@ def _regression_check() -> dg.AssetCheckSpec:
         asset="liger_duckdb",
         blocking=False,
         description="Warns when this refresh brought in regressions: steps of the `regressions` view "
-        "(sql/regressions.sql, docs/VERDICTS.md) into a build this refresh created or changed.",
+        "(sql/views/regressions.sql, docs/VERDICTS.md) into a build this refresh created or changed.",
     )
 
 

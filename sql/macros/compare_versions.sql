@@ -1,0 +1,18 @@
+-- compare_versions(base, head [, threshold := 0.05]): one row per series with a point in both
+-- builds, with the evidence and the verdict (docs/VERDICTS.md).
+--
+-- A release stands on its own runs (the release run and other runs of its commit; a series
+-- they lack, on the main-branch rows of the version): the median of all of them, `base_runs` /
+-- `head_runs` counting them and `base_sources` / `head_sources` naming them. Nightlies are
+-- builds of their own (`0.6.4+20251212.49e6353`, see `builds`). Builds may be written '0.7.0',
+-- 'v0.7.0', '7644a0f-v0.7.0', as any gh-pages run, as a build label, or 'latest' / 'previous'.
+-- `threshold` is a fraction; without it the session's `regression_threshold()` (5%) applies.
+--     select * from compare_versions('0.6.3', '0.7.0') where verdict = 'regression';
+-- reads: build_name, comparison, regression_threshold
+create or replace macro compare_versions(base, head, threshold := null) as table
+select
+    * exclude (base, head),
+    -- the builds the names resolved to (qualified: a bare `base` is the macro's argument)
+    c.base as base_version,
+    c.head as head_version
+from comparison('build', build_name(base), build_name(head), coalesce(threshold, regression_threshold())) as c;

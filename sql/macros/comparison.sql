@@ -1,0 +1,44 @@
+-- comparison(kind, base, head, threshold): one row per series on both sides of one comparison
+-- (`kind` 'run' or 'build', sides named as `side_points` names them), in readable columns
+-- with the evidence and verdict of `judge`. `compare_runs` and `compare_versions` are this
+-- with the names people type resolved.
+-- reads: dim_series, judge
+create or replace macro comparison(kind, base, head, threshold) as table
+select
+    s.series_digest,
+    s.kernel,
+    s.mode,
+    s.provider,
+    s.backend,
+    s.metric,
+    s.unit,
+    s.gpu,
+    s.architecture,
+    s.workload,
+    s.x_name,
+    s.x_value,
+    j.pair.base_key as base,
+    j.pair.head_key as head,
+    j.base_p50,
+    j.head_p50,
+    j.head_p50 / j.base_p50 as ratio,
+    j.change,
+    j.drift,
+    j.adjusted_change,
+    j.sweep_change,
+    j.noise,
+    j.z,
+    j.detectable_change,
+    j.verdict,
+    j.threshold,
+    j.history,
+    j.base_runs,
+    j.head_runs,
+    j.base_sources,
+    j.head_sources,
+    j.base_p20,
+    j.base_p80,
+    j.head_p20,
+    j.head_p80
+from judge([{'base_kind': kind, 'base_key': base, 'head_kind': kind, 'head_key': head}], threshold) as j
+join dim_series as s using (series_digest);

@@ -1,0 +1,37 @@
+-- judge(pairs, threshold): `decompose(pairs)` with each series' noise and the verdict: one row
+-- per pair and series on both sides, carrying the evidence the verdict was reached on.
+--
+-- Changes are fractions (0.10 = 10% higher): `change` is the raw change of p50, `drift` what the
+-- baselines explain of it (host drift, plus the kernel's own baselines for a Liger series),
+-- `adjusted_change` the rest, `sweep_change` how the whole sweep moved (less drift). `noise` is
+-- the series' run-to-run noise scaled for the runs on each side (`base_runs`, `head_runs`): a
+-- median of n runs is steadier than one run. `z` is the adjusted change in units of that noise.
+-- reads: decompose, dim_series, fact_series_noise, verdict
+create or replace macro judge(pairs, threshold) as table
+with judged as (
+    select
+        d.*,
+        n.history,
+        n.residual_noise,
+        n.sweep_noise,
+        n.detectable_change,
+        sqrt((1.0 / d.base_runs + 1.0 / d.head_runs) / 2) as noise_scale,
+        s.unit
+    from decompose(pairs) as d
+    join fact_series_noise as n using (series_digest)
+    join dim_series as s using (series_digest)
+)
+select
+    * exclude (unit),
+    exp(change_log) - 1 as change,
+    exp(change_log - own_log) - 1 as drift,
+    exp(own_log) - 1 as adjusted_change,
+    exp(sweep_own_log) - 1 as sweep_change,
+    sqrt(sweep_noise ^ 2 + residual_noise ^ 2) * noise_scale as noise,
+    own_log / nullif(sqrt(sweep_noise ^ 2 + residual_noise ^ 2) * noise_scale, 0) as z,
+    threshold as threshold,
+    verdict(
+        change_log, adjusted_log, own_log, sweep_own_log, residual_log,
+        sweep_noise, residual_noise, history, noise_scale, unit, threshold
+    ) as verdict
+from judged;

@@ -1,0 +1,25 @@
+-- verdict_rule(): the constants of the verdict rule, in one place (docs/VERDICTS.md says why
+-- each has its value and what the verdict benchmark measured with them).
+--   significance  how many noise scales a change must stand out by (as Conbench's z = 5)
+--   doubt         a change beyond the threshold and this many noise scales, but short of
+--                 `significance`, is suspicious: never `unchanged`
+--   equivalence   `unchanged` rules out a change this large (a fraction) ...
+--   confidence_z  ... at this one-sided normal quantile (1.645: 95%)
+--   prior_steps   the pooled noise of similar series weighs as much as this many run steps
+--   sweep_quantile  a sweep's noise is read from this quantile of its historical shifts ...
+--   sweep_scale   ... divided by this: the (1 + sweep_quantile) / 2 quantile of the standard
+--                 normal, so that it estimates a standard deviation (a test keeps the two in step)
+--   min_history   fewer run steps than this and a series is never called `unchanged`
+--   speedup_z     a speedup wins when it is this many times its pairing's noise from 1
+-- reads: nothing
+create or replace macro verdict_rule() as {
+    'significance': 5.0,
+    'doubt': 3.0,
+    'equivalence': 0.25,
+    'confidence_z': 1.645,
+    'prior_steps': 10.0,
+    'sweep_quantile': 0.75,
+    'sweep_scale': 1.1503493803760079::double,
+    'min_history': 5,
+    'speedup_z': 3.0
+};

@@ -1,0 +1,67 @@
+-- change_points: one row per change point found in a series' gh-pages run history.
+--
+-- Computed by the `fact_change_point` Dagster asset with Apache Otava's e-divisive means
+-- (the `method` column gives the version and parameters) over the points of `run_history`:
+-- series with at least 10 runs. `run` is the first run after the shift (the revision where it
+-- happened), `prev_run` the last one before it; the medians are of p50 over the segments
+-- between neighbouring change points. `verdict` reads the shift like `regressions` does.
+-- reads: dim_series, fact_change_point, fact_result, lower_is_better, revision_labels
+create or replace view change_points as
+-- The runs a change point names, before and after the shift, each with its series.
+with named_run as (
+    select series_digest, revision_digest from fact_change_point
+    union
+    select series_digest, previous_revision_digest from fact_change_point
+),
+at_run as (
+    select
+        f.series_digest,
+        f.first_revision_digest as revision_digest,
+        arg_max(f.liger_version, f.observed_at) as liger_version
+    from fact_result as f
+    semi join named_run as n
+        on n.series_digest = f.series_digest and n.revision_digest = f.first_revision_digest
+    where f.source = 'gh-pages'
+    group by all
+)
+select
+    s.series_digest,
+    s.kernel,
+    s.mode,
+    s.provider,
+    s.backend,
+    s.metric,
+    s.unit,
+    s.gpu,
+    s.architecture,
+    s.workload,
+    s.x_name,
+    s.x_value,
+    r.label as run,
+    r.seq as run_seq,
+    prev.label as prev_run,
+    before_version.liger_version as prev_version,
+    after_version.liger_version as liger_version,
+    c.before_median,
+    c.after_median,
+    c.after_median / nullif(c.before_median, 0) as ratio,
+    c.after_median / nullif(c.before_median, 0) - 1 as change,
+    case
+        when lower_is_better(s.unit) is null then 'changed'
+        when (c.after_median > c.before_median) = lower_is_better(s.unit) then 'regression'
+        else 'improvement'
+    end as verdict,
+    c.pvalue,
+    c.point_index,
+    c.points,
+    c.before_points,
+    c.after_points,
+    c.method
+from fact_change_point as c
+join dim_series as s using (series_digest)
+join revision_labels as r on r.revision_digest = c.revision_digest
+join revision_labels as prev on prev.revision_digest = c.previous_revision_digest
+left join at_run as after_version
+    on after_version.series_digest = c.series_digest and after_version.revision_digest = c.revision_digest
+left join at_run as before_version
+    on before_version.series_digest = c.series_digest and before_version.revision_digest = c.previous_revision_digest;

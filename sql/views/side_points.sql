@@ -1,0 +1,28 @@
+-- side_points: what stands for a series on one side of a comparison: a gh-pages run
+-- (`side_kind` 'run', `side_key` the run name: `fact_run_point`) or a build (`side_kind`
+-- 'build', `side_key` the build label: `fact_build_point`), with the runs it stands on.
+-- reads: fact_build_point, fact_run_point
+create or replace view side_points as
+select
+    'run' as side_kind,
+    run as side_key,
+    series_digest,
+    p20,
+    p50,
+    p80,
+    1 as runs,
+    [run] as sources,
+    observed_at
+from fact_run_point
+union all
+select
+    'build',
+    build,
+    series_digest,
+    p20,
+    p50,
+    p80,
+    runs,
+    sources,
+    observed_at
+from fact_build_point;
