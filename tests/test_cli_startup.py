@@ -26,8 +26,13 @@ TABLE_STACK = {"pyarrow", "polars", "httpx"}
 
 def imported(args: list[str], home: Path) -> set[str]:
     """The top-level packages a ``liger-warehouse`` process imported to run ``args``."""
+    return imported_by_python(["-m", "liger_warehouse.cli", *args], home)
+
+
+def imported_by_python(argv: list[str], home: Path) -> set[str]:
+    """The top-level packages ``python argv`` imported."""
     done = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "liger_warehouse.cli", *args],
+        [sys.executable, "-X", "importtime", *argv],
         env=cli_env(home),
         capture_output=True,
         text=True,
@@ -76,3 +81,11 @@ def test_status_imports_no_analysis_stack(mirror_warehouse: Refreshed, home: Pat
     # exception (docs/PERFORMANCE.md: start-up).
     modules = imported(["status", "-w", str(mirror_warehouse.root)], home)
     assert modules & ((REFRESH_STACK - {"dagster"}) | REPORT_STACK) == set()
+
+
+def test_loading_the_definitions_imports_no_analysis_or_report_stack(home: Path) -> None:
+    # Every run and `dagster` command loads the definitions; Otava and Altair load with the
+    # steps that use them.
+    modules = imported_by_python(["-c", "from pipelines.definitions import load; load()"], home)
+    assert "dagster" in modules
+    assert modules & ({"otava", "scipy"} | REPORT_STACK) == set()

@@ -17,7 +17,7 @@ def report(
     png: Annotated[bool, typer.Option(help="Also render the overview charts as PNG files.")] = True,
 ) -> None:
     """Write the benchmark report: one self-contained HTML page (no network needed to view it)."""
-    from liger_warehouse.report import build_report  # Altair and vl-convert load only for this command
+    from liger_warehouse.report.build import build_report  # Altair and vl-convert load only for this command
 
     con = open_database(warehouse)
     try:

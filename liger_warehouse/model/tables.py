@@ -360,9 +360,11 @@ SQL_MODELS = (
     "fact_series_noise",
     "fact_speedup_noise",
 )
+# Written by the change point detection (analysis/change_points.py).
+CHANGE_POINT_TABLES = ("fact_change_point", "change_point_state")
 # Derived tables are computed from a staged generation by later assets; ingest never writes
 # or carries them over, so a generation never publishes one computed from older facts.
-DERIVED = ("fact_change_point", "change_point_state", *SQL_MODELS)
+DERIVED = (*CHANGE_POINT_TABLES, *SQL_MODELS)
 INGESTED = tuple(t for t in SCHEMAS if t not in DERIVED)
 
 

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
-from liger_warehouse.report.build import Report
+from typing import TYPE_CHECKING
+
 from liger_warehouse.store.storage import Storage
+
+if TYPE_CHECKING:  # the Altair stack is for drawing; publishing only copies files
+    from liger_warehouse.report.build import Report
 
 PREFIX = "reports"
 

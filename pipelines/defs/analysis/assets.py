@@ -2,8 +2,8 @@
 
 import dagster as dg
 
-from liger_warehouse.analysis import change_points, derived
-from liger_warehouse.model.tables import DESCRIPTIONS, SQL_MODELS
+from liger_warehouse.analysis import derived
+from liger_warehouse.model.tables import CHANGE_POINT_TABLES, DESCRIPTIONS, SQL_MODELS
 from pipelines.defs.resources import WarehouseResource
 from pipelines.defs.warehouse.assets import column_schema
 
@@ -22,7 +22,7 @@ def _specs() -> list[dg.AssetSpec]:
             deps=_DEPS,
             skippable=True,
         )
-        for name in (change_points.TABLE, change_points.STATE)
+        for name in CHANGE_POINT_TABLES
     ]
 
 
@@ -31,6 +31,9 @@ def fact_change_point(context: dg.AssetExecutionContext, warehouse: WarehouseRes
     """Change points of every series' gh-pages run history (Apache Otava e-divisive), added to
     the staged generation so they are published atomically with the facts they come from.
     Each series resumes from the published change_point_state when its history only grew."""
+    # Otava and SciPy load with the step that uses them, not with the definitions.
+    from liger_warehouse.analysis import change_points
+
     gens = warehouse.generations()
     gen_id = warehouse.ledger().staged(context.run.run_id)
     if gen_id is None:
@@ -59,7 +62,7 @@ def fact_change_point(context: dg.AssetExecutionContext, warehouse: WarehouseRes
 def _model_specs() -> list[dg.AssetSpec]:
     # After the change points too: both re-stage the one staged manifest, so they must not run
     # side by side.
-    deps = [*_DEPS, change_points.TABLE, change_points.STATE]
+    deps = [*_DEPS, *CHANGE_POINT_TABLES]
     return [
         dg.AssetSpec(
             name,

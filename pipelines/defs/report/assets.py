@@ -6,7 +6,6 @@ from pathlib import Path
 
 import dagster as dg
 
-from liger_warehouse.report import build_report
 from liger_warehouse.report.publish import publish_report
 from liger_warehouse.serve.database import connect
 from pipelines.defs.resources import WarehouseResource
@@ -24,6 +23,8 @@ def liger_report(warehouse: WarehouseResource) -> dg.MaterializeResult:
     GPU and provider; Liger's speedup over each baseline across versions; the regressions and
     change points. Self-contained (Vega, Vega-Lite and vega-embed inlined): it opens offline.
     The overview charts are attached as PNGs."""
+    from liger_warehouse.report.build import build_report  # Altair and vl-convert: only to draw
+
     storage = warehouse.storage()
     with connect(storage) as con, tempfile.TemporaryDirectory(prefix="liger-report-") as tmp:
         report = build_report(con, Path(tmp))
