@@ -69,7 +69,28 @@ shown_baseline as (
     where not is_liger
 ),
 -- A pair with a result that only one revision showed is shown together once; two results
--- that several revisions showed pair in each of them, and are one row.
+-- that several revisions showed pair in each of them, and are one pair.
+matched as (
+    select l.result_digest as liger_result_digest, b.result_digest as baseline_result_digest
+    from shown_liger as l
+    join shown_baseline as b
+        on l.revision_digest = b.revision_digest
+        and l.protocol_digest = b.protocol_digest
+        and l.workload_digest = b.workload_digest
+        and l.environment_digest = b.environment_digest
+        and l.liger_version = b.liger_version
+    where l.shown_once or b.shown_once
+    union all
+    select distinct l.result_digest, b.result_digest
+    from shown_again as l
+    join shown_again as b
+        on l.revision_digest = b.revision_digest
+        and l.protocol_digest = b.protocol_digest
+        and l.workload_digest = b.workload_digest
+        and l.environment_digest = b.environment_digest
+        and l.liger_version = b.liger_version
+    where l.is_liger and not b.is_liger
+),
 pairs as (
     select
         l.protocol_digest,
@@ -97,49 +118,9 @@ pairs as (
         b.series_digest as baseline_series_digest,
         l.result_digest as liger_result_digest,
         b.result_digest as baseline_result_digest
-    from shown_liger as l
-    join shown_baseline as b
-        on l.revision_digest = b.revision_digest
-        and l.protocol_digest = b.protocol_digest
-        and l.workload_digest = b.workload_digest
-        and l.environment_digest = b.environment_digest
-        and l.liger_version = b.liger_version
-    where l.shown_once or b.shown_once
-    union all
-    select distinct
-        l.protocol_digest,
-        l.workload_digest,
-        l.environment_digest,
-        l.metric,
-        l.unit,
-        l.liger_version,
-        l.provider as liger_provider,
-        b.provider as baseline_provider,
-        l.backend,
-        l.p20 as liger_p20,
-        l.p50 as liger_p50,
-        l.p80 as liger_p80,
-        b.p20 as baseline_p20,
-        b.p50 as baseline_p50,
-        b.p80 as baseline_p80,
-        l.source,
-        l.source_key,
-        l.revision,
-        l.observed_at as liger_observed_at,
-        b.observed_at as baseline_observed_at,
-        l.is_current and b.is_current as is_current,
-        l.series_digest as liger_series_digest,
-        b.series_digest as baseline_series_digest,
-        l.result_digest as liger_result_digest,
-        b.result_digest as baseline_result_digest
-    from shown_again as l
-    join shown_again as b
-        on l.revision_digest = b.revision_digest
-        and l.protocol_digest = b.protocol_digest
-        and l.workload_digest = b.workload_digest
-        and l.environment_digest = b.environment_digest
-        and l.liger_version = b.liger_version
-    where l.is_liger and not b.is_liger
+    from matched as m
+    join result as l on l.result_digest = m.liger_result_digest
+    join result as b on b.result_digest = m.baseline_result_digest
 )
 select
     ls.kernel,
