@@ -170,7 +170,7 @@ def _workload_holds(claimed: dict, fields: dict[str, Any]) -> bool:
     return digest(identity) == claimed["workload_digest"]
 
 
-# -- the rows of an import, and the builder that reads them ----------------------------------------
+# -- the rows of an import, and the builder that reads them ------------------------------------
 
 
 @dataclass
@@ -210,7 +210,7 @@ class KernelindexRows:
         )
 
 
-def import_builder(gens: GenerationStore, raw: RawStore, now: datetime | None = None) -> GenerationBuilder:
+def _import_builder(gens: GenerationStore, raw: RawStore, now: datetime | None = None) -> GenerationBuilder:
     """A builder that reads new revisions as kernelindex records, their claims checked against
     the generation it builds on."""
     builder = GenerationBuilder(gens, raw, now)
@@ -218,7 +218,7 @@ def import_builder(gens: GenerationStore, raw: RawStore, now: datetime | None = 
     return builder
 
 
-def revision_ref(builder: GenerationBuilder, name: str, data: bytes) -> RevisionRef:
+def _revision_ref(builder: GenerationBuilder, name: str, data: bytes) -> RevisionRef:
     """The revision importing ``data`` as ``import:<name>`` is, next in its source."""
     ref = import_ref(name, data)
     seq = max((r["seq"] for r in builder.revisions.values() if r["source_key"] == ref.source_key), default=0)
@@ -230,7 +230,7 @@ def revision_ref(builder: GenerationBuilder, name: str, data: bytes) -> Revision
     )
 
 
-def listing_with(builder: GenerationBuilder, ref: RevisionRef | None = None) -> UpstreamListing:
+def _listing_with(builder: GenerationBuilder, ref: RevisionRef | None = None) -> UpstreamListing:
     """What upstream listed at the last refresh, plus the import: nothing upstream changes."""
     listed = [_ref(row) for row in builder.revisions.values() if row["is_upstream"]]
     return UpstreamListing(revisions=[*listed, *([ref] if ref else [])])
@@ -287,7 +287,7 @@ def stage_withdrawal(gens: GenerationStore, name: str, now: datetime | None = No
         outcome = ImportOutcome(key, unchanged=_unchanged(builder.revisions, key, None))
         if outcome.unchanged:
             return outcome
-        gen = builder.build(listing_with(builder), {}, withdraw=key)
+        gen = builder.build(_listing_with(builder), {}, withdraw=key)
         assert gen is not None, "a withdrawal always changes the head of its source"
         _carry_over(builder.gens, builder.prior, gen)
         outcome.generation = gen.id
@@ -299,19 +299,19 @@ def stage_withdrawal(gens: GenerationStore, name: str, now: datetime | None = No
 def _pending_builder(gens: GenerationStore, now: datetime | None) -> tuple[PendingWrites, GenerationBuilder]:
     # Built against pending writes: a refused import or a dry run leaves no byte behind.
     pending = PendingWrites(gens.storage)
-    return pending, import_builder(GenerationStore(pending), RawStore(pending), now)
+    return pending, _import_builder(GenerationStore(pending), RawStore(pending), now)
 
 
 def _import(gens: GenerationStore, data: bytes, name: str, now: datetime | None, commit: bool) -> ImportOutcome:
     pending, builder = _pending_builder(gens, now)
-    ref = revision_ref(builder, name, data)
+    ref = _revision_ref(builder, name, data)
     outcome = ImportOutcome(ref.source_key, revision_digest=revision_digest(ref))
     outcome.unchanged = _unchanged(builder.revisions, ref.source_key, outcome.revision_digest)
     if outcome.unchanged:
         return outcome
     held = builder.revisions.get(outcome.revision_digest)
     contents = {} if held else {outcome.revision_digest: builder.raw.put(ref, data)}
-    gen = builder.build(listing_with(builder, ref), contents)
+    gen = builder.build(_listing_with(builder, ref), contents)
     if builder.summary.rejected:
         raise FileRejected(builder.summary.rejected[0])
     _carry_over(builder.gens, builder.prior, gen)
