@@ -41,9 +41,7 @@ DAGSTER_RUNNER = {"liger_warehouse.cli.instance", "liger_warehouse.cli.warehouse
 
 MAX_LINES = 400
 # Modules still over MAX_LINES, with their length when listed: the list may only shrink.
-OVERSIZED = {
-    "liger_warehouse/build/ingest.py": 546,
-}
+OVERSIZED: dict[str, int] = {}
 
 
 @dataclass(frozen=True)

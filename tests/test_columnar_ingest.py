@@ -1,10 +1,10 @@
 """The columnar fast path of ingest gives exactly what the per-row path gives.
 
 ``GenerationBuilder`` types plain rows column by column (``liger_warehouse/normalize/columnar.py``)
-and sends every other new row through ``_new_result``. A builder subclass that overrides
-``_new_result`` takes the per-row path for every row, so building the same upstream both ways
-and comparing every table checks the fast path against the definition, row for row, on rows
-chosen to sit on each edge of "plain".
+and sends every other new row through its ``RowSource``'s ``read_row``. A row source that reads
+upstream CSV but keeps the columnar reader out (``CountedCsv(reads_columns=False)``) sends every
+row the per-row way, so building the same upstream both ways and comparing every table checks
+the fast path against the definition, row for row, on rows chosen to sit on each edge of "plain".
 """
 
 from __future__ import annotations
@@ -20,11 +20,13 @@ import pytest
 
 from benchmarks.synthetic import Settings, generate
 from liger_warehouse.build.ingest import GenerationBuilder
+from liger_warehouse.build.row_source import RowSource, UpstreamCsvRows
 from liger_warehouse.model.digests import digest, flat_digest
 from liger_warehouse.model.revisions import DEFAULT_PATHS
 from liger_warehouse.model.tables import INGESTED
 from liger_warehouse.normalize.columnar import result_digests
-from liger_warehouse.normalize.rows import result_identity
+from liger_warehouse.normalize.csvfile import CsvFile, Record
+from liger_warehouse.normalize.rows import Row, result_identity
 from liger_warehouse.store.generations import GenerationStore
 from liger_warehouse.store.raw import RawStore
 from liger_warehouse.store.storage import Storage
@@ -116,21 +118,42 @@ def runs_mirror(root: Path, files: list[list[str]]) -> Path:
     return root
 
 
-class PerRowBuilder(GenerationBuilder):
-    """Overrides ``_new_result`` (without changing it), which turns the columnar path off."""
+class CountedCsv:
+    """Upstream CSV rows through the ``RowSource`` protocol, counting the records read one by one."""
 
-    def _new_result(self, *args):
-        return super()._new_result(*args)
+    def __init__(self, reads_columns: bool) -> None:
+        self.reads_columns = reads_columns
+        self.csv = UpstreamCsvRows()
+        self.per_row = 0
+
+    def split(self, data: bytes, where: str) -> CsvFile:
+        return self.csv.split(data, where)
+
+    def read_row(self, parsed: CsvFile, record: Record, stem: str | None, now: datetime) -> tuple[Row, str | None]:
+        self.per_row += 1
+        return self.csv.read_row(parsed, record, stem, now)
 
 
-def build(mirror: Path, root: Path, builder: type[GenerationBuilder]):
+def build(mirror: Path, root: Path, rows: RowSource | None = None):
     storage = Storage(root)
     gens, raw = GenerationStore(storage), RawStore(storage)
     upstream = MirrorUpstream(mirror, DEFAULT_PATHS)
     listing = upstream.list()
     fetched = fetch_revisions(upstream, raw, listing, set())
-    b = builder(gens, raw, now=NOW)
+    b = GenerationBuilder(gens, raw, now=NOW, rows=rows)
     return gens, b.build(listing, fetched.contents), b
+
+
+def new_records(gens: GenerationStore, gen) -> int:
+    """Records a build had to read: every result once (in the revision its source first showed
+    it), and every quarantined text once per revision (a repeat in the same file is read once)."""
+    con = duckdb.connect()
+    results = con.execute(f"select count(*) from read_parquet({gens.part_uris(gen, 'fact_result')!r})").fetchone()[0]
+    bad = gens.part_uris(gen, "quarantined_row")
+    if not bad:
+        return results
+    sql = f"select count(distinct (revision_digest, row_text)) from read_parquet({bad!r})"
+    return results + con.execute(sql).fetchone()[0]
 
 
 def table_differences(left, right) -> dict[str, tuple[int, int, int]]:
@@ -151,9 +174,11 @@ def table_differences(left, right) -> dict[str, tuple[int, int, int]]:
 
 
 def assert_same(mirror: Path, tmp_path: Path) -> dict[str, tuple[int, int, int]]:
-    fast = build(mirror, tmp_path / "columnar", GenerationBuilder)
-    slow = build(mirror, tmp_path / "per-row", PerRowBuilder)
+    fast = build(mirror, tmp_path / "columnar")
+    per_row = CountedCsv(reads_columns=False)  # the definition the columnar path is checked against
+    slow = build(mirror, tmp_path / "per-row", per_row)
     diffs = table_differences(fast, slow)
+    assert per_row.per_row == new_records(*slow[:2])  # the per-row build read every one itself
     assert {t: d for t, d in diffs.items() if d[1] or d[2]} == {}
     assert fast[1].summary == slow[1].summary
     assert {t: list(rows) for t, rows in fast[2].dims.new.items()} == {
@@ -162,23 +187,15 @@ def assert_same(mirror: Path, tmp_path: Path) -> dict[str, tuple[int, int, int]]
     return diffs
 
 
-def test_edge_rows_match_the_per_row_path(tmp_path, monkeypatch):
+def test_edge_rows_match_the_per_row_path(tmp_path):
     mirror = runs_mirror(tmp_path / "mirror", edge_files())
     diffs = assert_same(mirror, tmp_path)
     results, quarantined = diffs["fact_result"][0], diffs["quarantined_row"][0]
     assert quarantined >= 30  # the edges reach the per-row path ...
 
-    per_row = []
-    original = GenerationBuilder._new_result
-
-    def counted(self, parsed, record, result, *where):
-        per_row.append(result)
-        return original(self, parsed, record, result, *where)
-
-    # Patched on the class itself, so the builder still takes the columnar path.
-    monkeypatch.setattr(GenerationBuilder, "_new_result", counted)
-    build(mirror, tmp_path / "counted", GenerationBuilder)
-    assert len(per_row) < (results + quarantined) / 2  # ... and plain rows do not
+    counted = CountedCsv(reads_columns=True)
+    build(mirror, tmp_path / "counted", counted)
+    assert counted.per_row < (results + quarantined) / 2  # ... and plain rows do not
 
 
 @pytest.mark.parametrize("seed", [3, 4])

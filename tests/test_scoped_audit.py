@@ -13,7 +13,6 @@ import pytest
 from benchmarks.synthetic import Settings, generate
 from benchmarks.synthetic.generate import is_run
 from liger_warehouse.audit import checks
-from liger_warehouse.build.ingest import GenerationBuilder
 from liger_warehouse.store.generations import Generation
 from tests.test_columnar_ingest import build
 
@@ -26,10 +25,10 @@ def two_generations(tmp_path: Path):
     assert is_run(7, SETTINGS.gh_pages_fraction)
     mirror = tmp_path / "mirror"
     generate(mirror, SETTINGS)
-    gens, first, _ = build(mirror, tmp_path / "w", GenerationBuilder)
+    gens, first, _ = build(mirror, tmp_path / "w")
     gens.publish(first)
     generate(mirror, replace(SETTINGS, revisions=8), write_from=7)
-    _, second, _ = build(mirror, tmp_path / "w", GenerationBuilder)
+    _, second, _ = build(mirror, tmp_path / "w")
     return gens, first, second
 
 

@@ -31,7 +31,7 @@ import re
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, ClassVar
 
 from liger_warehouse.build.ingest import GenerationBuilder
 from liger_warehouse.imports.ndjson import read_record, split_ndjson
@@ -170,57 +170,22 @@ def _workload_holds(claimed: dict, fields: dict[str, Any]) -> bool:
     return digest(identity) == claimed["workload_digest"]
 
 
-# -- the builder -------------------------------------------------------------------------------
+# -- the rows of an import, and the builder that reads them ------------------------------------
 
 
-class KernelindexImporter(GenerationBuilder):
-    """``GenerationBuilder`` for one NDJSON file: its own split and its own row reading."""
+@dataclass
+class KernelindexRows:
+    """The records of a kernelindex NDJSON file, as the builder's ``RowSource``: one record a
+    line, its digests kept when ``claims`` verify them."""
 
-    def __init__(self, gens: GenerationStore, raw: RawStore, now: datetime | None = None) -> None:
-        super().__init__(gens, raw, now)
-        self.claims = Claims.load(gens, self.prior)
-        self.withdrawing: str | None = None
+    claims: Claims
+    reads_columns: ClassVar[bool] = False  # records are JSON, not upstream CSV rows
 
-    def revision_ref(self, name: str, data: bytes) -> RevisionRef:
-        ref = import_ref(name, data)
-        seq = max((r["seq"] for r in self.revisions.values() if r["source_key"] == ref.source_key), default=0)
-        return replace(
-            ref,
-            seq=seq + 1,
-            committed_at=self.now.isoformat() + "Z",
-            message=f"liger-warehouse import kernelindex ({name})",
-        )
-
-    def listing_with(self, ref: RevisionRef | None = None) -> UpstreamListing:
-        """What upstream listed at the last refresh, plus the import: nothing upstream changes."""
-        listed = [_ref(row) for row in self.revisions.values() if row["is_upstream"]]
-        return UpstreamListing(revisions=[*listed, *([ref] if ref else [])])
-
-    def withdraw(self, key: str) -> Generation:
-        """Stage the generation in which no revision of ``key`` is head any more."""
-        self.withdrawing = key
-        gen = self.build(self.listing_with(), {})
-        assert gen is not None, "a withdrawal always changes the head of its source"
-        return gen
-
-    def _stays_head(self, row: dict) -> bool:
-        return super()._stays_head(row) and row["source_key"] != self.withdrawing
-
-    def _touched_sources(self, listed: dict[str, RevisionRef], pending: dict) -> set[str]:
-        touched = super()._touched_sources(listed, pending)
-        return touched | {self.withdrawing} if self.withdrawing else touched
-
-    def _summary_dict(self) -> dict:
-        summary = super()._summary_dict()
-        if self.withdrawing:
-            summary["withdrawn"] = self.withdrawing
-        return summary
-
-    def _split(self, data: bytes, where: str) -> CsvFile:
+    def split(self, data: bytes, where: str) -> CsvFile:
         return split_ndjson(data, where)
 
-    def _read_row(self, parsed: CsvFile, record: Record, stem: str | None) -> tuple[Row, str | None]:
-        fields = read_record(record.text, self.now)
+    def read_row(self, parsed: CsvFile, record: Record, stem: str | None, now: datetime) -> tuple[Row, str | None]:
+        fields = read_record(record.text, now)
         return self._row(fields), self.claims.stem(fields)
 
     def _row(self, fields: dict[str, Any]) -> Row:
@@ -243,6 +208,32 @@ class KernelindexImporter(GenerationBuilder):
             observed_at=fields["observed_at"],
             liger_version=fields["liger_version"],
         )
+
+
+def _import_builder(gens: GenerationStore, raw: RawStore, now: datetime | None = None) -> GenerationBuilder:
+    """A builder that reads new revisions as kernelindex records, their claims checked against
+    the generation it builds on."""
+    builder = GenerationBuilder(gens, raw, now)
+    builder.rows = KernelindexRows(Claims.load(gens, builder.prior))
+    return builder
+
+
+def _revision_ref(builder: GenerationBuilder, name: str, data: bytes) -> RevisionRef:
+    """The revision importing ``data`` as ``import:<name>`` is, next in its source."""
+    ref = import_ref(name, data)
+    seq = max((r["seq"] for r in builder.revisions.values() if r["source_key"] == ref.source_key), default=0)
+    return replace(
+        ref,
+        seq=seq + 1,
+        committed_at=builder.now.isoformat() + "Z",
+        message=f"liger-warehouse import kernelindex ({name})",
+    )
+
+
+def _listing_with(builder: GenerationBuilder, ref: RevisionRef | None = None) -> UpstreamListing:
+    """What upstream listed at the last refresh, plus the import: nothing upstream changes."""
+    listed = [_ref(row) for row in builder.revisions.values() if row["is_upstream"]]
+    return UpstreamListing(revisions=[*listed, *([ref] if ref else [])])
 
 
 def _ref(row: dict) -> RevisionRef:
@@ -296,7 +287,8 @@ def stage_withdrawal(gens: GenerationStore, name: str, now: datetime | None = No
         outcome = ImportOutcome(key, unchanged=_unchanged(builder.revisions, key, None))
         if outcome.unchanged:
             return outcome
-        gen = builder.withdraw(key)
+        gen = builder.build(_listing_with(builder), {}, withdraw=key)
+        assert gen is not None, "a withdrawal always changes the head of its source"
         _carry_over(builder.gens, builder.prior, gen)
         outcome.generation = gen.id
         outcome.results_withdrawn = builder.summary.removed + builder.summary.restated
@@ -304,22 +296,22 @@ def stage_withdrawal(gens: GenerationStore, name: str, now: datetime | None = No
     return outcome
 
 
-def _pending_builder(gens: GenerationStore, now: datetime | None) -> tuple[PendingWrites, KernelindexImporter]:
+def _pending_builder(gens: GenerationStore, now: datetime | None) -> tuple[PendingWrites, GenerationBuilder]:
     # Built against pending writes: a refused import or a dry run leaves no byte behind.
     pending = PendingWrites(gens.storage)
-    return pending, KernelindexImporter(GenerationStore(pending), RawStore(pending), now)
+    return pending, _import_builder(GenerationStore(pending), RawStore(pending), now)
 
 
 def _import(gens: GenerationStore, data: bytes, name: str, now: datetime | None, commit: bool) -> ImportOutcome:
     pending, builder = _pending_builder(gens, now)
-    ref = builder.revision_ref(name, data)
+    ref = _revision_ref(builder, name, data)
     outcome = ImportOutcome(ref.source_key, revision_digest=revision_digest(ref))
     outcome.unchanged = _unchanged(builder.revisions, ref.source_key, outcome.revision_digest)
     if outcome.unchanged:
         return outcome
     held = builder.revisions.get(outcome.revision_digest)
     contents = {} if held else {outcome.revision_digest: builder.raw.put(ref, data)}
-    gen = builder.build(builder.listing_with(ref), contents)
+    gen = builder.build(_listing_with(builder, ref), contents)
     if builder.summary.rejected:
         raise FileRejected(builder.summary.rejected[0])
     _carry_over(builder.gens, builder.prior, gen)
@@ -344,7 +336,7 @@ def _carry_over(gens: GenerationStore, prior: Generation, gen: Generation) -> No
         gens.stage(gen)
 
 
-def _describe(outcome: ImportOutcome, builder: KernelindexImporter, gen: Generation, held: dict | None) -> None:
+def _describe(outcome: ImportOutcome, builder: GenerationBuilder, gen: Generation, held: dict | None) -> None:
     gens, digest_ = builder.gens, outcome.revision_digest
     if held is None:
         revision = gen.summary["revisions"][0]  # the import is the only revision this build ingested
@@ -359,7 +351,7 @@ def _describe(outcome: ImportOutcome, builder: KernelindexImporter, gen: Generat
     outcome.new_digests = _new_digests(builder, gen, outcome.source_key)
 
 
-def _new_digests(builder: KernelindexImporter, gen: Generation, key: str) -> dict[str, list[str]]:
+def _new_digests(builder: GenerationBuilder, gen: Generation, key: str) -> dict[str, list[str]]:
     """Per table, the digests ``gen`` holds that the prior generation did not."""
     new = {table: sorted(rows) for table, rows in builder.dims.new.items() if rows}
 

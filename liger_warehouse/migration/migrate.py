@@ -29,8 +29,10 @@ import polars as pl
 import pyarrow as pa
 
 from liger_warehouse.audit import checks
-from liger_warehouse.build.ingest import GenerationBuilder, fact_part_name
-from liger_warehouse.imports.kernelindex import Claims, KernelindexImporter
+from liger_warehouse.build.assemble import fact_part_name
+from liger_warehouse.build.normalize_revision import RevisionNormalizer
+from liger_warehouse.build.row_source import RowSource, UpstreamCsvRows
+from liger_warehouse.imports.kernelindex import Claims, KernelindexRows
 from liger_warehouse.model.revisions import GH_PAGES, IMPORT, RevisionRef
 from liger_warehouse.model.tables import DIMENSIONS, INGESTED, SCHEMA_VERSION, SCHEMAS
 from liger_warehouse.normalize.columnar import FACT
@@ -126,24 +128,23 @@ def migrate(gens: GenerationStore, raw: RawStore, now: datetime | None = None) -
 
 
 class _Readers:
-    """Builders used only to read revisions again, all collecting into one fresh ``Dimensions``
+    """How each source's revisions are read again, all collecting into one fresh ``Dimensions``
     (so every dimension row the results reference is written anew)."""
 
     def __init__(self, gens: GenerationStore, raw: RawStore, published: Generation, now: datetime) -> None:
         self.gens, self.raw, self.published, self.now = gens, raw, published, now
         self.dims = Dimensions({table: set() for table in DIMENSIONS})
-        self._by_source: dict[bool, GenerationBuilder] = {}
+        self.normalizer = RevisionNormalizer(self.dims)
+        self._by_source: dict[bool, RowSource] = {}
 
-    def get(self, source: str) -> GenerationBuilder:
+    def rows(self, source: str) -> RowSource:
         """The upstream CSV reader, or the importer's, whose records' digest claims are checked
         against the published generation by what its schema version said."""
         is_import = source == IMPORT
         if is_import not in self._by_source:
-            builder = (KernelindexImporter if is_import else GenerationBuilder)(self.gens, self.raw, self.now)
-            builder.dims = self.dims
-            if is_import:
-                builder.claims = SchemaOneClaims.load(self.gens, self.published)
-            self._by_source[is_import] = builder
+            self._by_source[is_import] = (
+                KernelindexRows(SchemaOneClaims.load(self.gens, self.published)) if is_import else UpstreamCsvRows()
+            )
         return self._by_source[is_import]
 
 
@@ -220,12 +221,12 @@ def _normalized_again(readers: _Readers, revisions: list[dict]) -> pl.DataFrame:
     frames = []
     for row in revisions:
         ref = _ref(row)
-        reader = readers.get(ref.source)
+        rows = readers.rows(ref.source)
         # Validated as at ingest: a row quarantined then for a timestamp in the future stays so.
-        reader.now = row["ingested_at"] or readers.now
+        now = row["ingested_at"] or readers.now
         try:
             data = readers.raw.get(row["content_digest"])
-            _, out = reader.normalized(ref, row["revision_digest"], data, known)
+            _, out = readers.normalizer.normalized(rows, ref, row["revision_digest"], data, known, now)
         except (FileRejected, FileNotFoundError) as exc:
             raise MigrationFailed(f"{ref.label}: cannot be read again from the raw store: {exc}") from None
         if len(out.rejected) != row["quarantined_count"]:

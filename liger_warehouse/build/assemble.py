@@ -1,0 +1,259 @@
+"""The new generation's parts, assembled from what was normalized: each source's results with
+their sightings and current flags, the change counts, revision members and quarantine, the
+dimensions, the revisions, the golden commits and the summary.
+
+Every part the build does not write stays the prior generation's, by reference.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+import polars as pl
+import pyarrow as pa
+
+from liger_warehouse.build.plan import PendingRevision
+from liger_warehouse.model.digests import content_digest, hex_part
+from liger_warehouse.model.revisions import IMPORT, RevisionRef
+from liger_warehouse.model.tables import DIMENSIONS, INGESTED, SCHEMAS
+from liger_warehouse.model.versions import parse_version
+from liger_warehouse.normalize.dimensions import Dimensions
+from liger_warehouse.store.generations import Generation, GenerationStore
+
+
+@dataclass
+class Summary:
+    """What one refresh did, for metadata, logs and the CLI."""
+
+    revisions: list[dict] = field(default_factory=list)
+    rejected: list[str] = field(default_factory=list)
+    deferred: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    added: int = 0
+    restated: int = 0
+    removed: int = 0
+    no_longer_upstream: list[str] = field(default_factory=list)
+
+
+class GenerationAssembler:
+    """Writes the parts of ``gen``, built on ``prior``, and notes whether anything changed."""
+
+    def __init__(self, gens: GenerationStore, prior: Generation, gen: Generation, changed: bool) -> None:
+        self.gens, self.prior, self.gen = gens, prior, gen
+        self.summary = Summary()
+        self.changed = changed
+
+    # -- one source ---------------------------------------------------------------------
+
+    def write_revision(self, rev: PendingRevision) -> None:
+        """The members and quarantined records of one normalized revision."""
+        name = hex_part(rev.digest)
+        self.gen.tables["fact_revision_member"].append(
+            self.gens.write_part("fact_revision_member", rev.digest, name, rev.members)
+        )
+        if rev.quarantined:
+            bad = pa.Table.from_pylist(rev.quarantined, schema=SCHEMAS["quarantined_row"])
+            self.gen.tables["quarantined_row"].append(self.gens.write_part("quarantined_row", rev.digest, name, bad))
+        self.summary.revisions.append(
+            {
+                "revision": rev.ref.label,
+                "commit": rev.ref.commit,
+                "html_url": rev.ref.html_url,
+                "rows": rev.members.num_rows + len(rev.quarantined),
+                "new_results": rev.new_results,
+                "quarantined": len(rev.quarantined),
+            }
+        )
+
+    def prior_results(self, source_key: str) -> pl.DataFrame:
+        """The ``fact_result`` rows of ``source_key`` in the prior generation."""
+        parts = [p for p in self.prior.parts("fact_result") if p.key == source_key]
+        return pl.from_arrow(self.gens.read_parts("fact_result", parts))
+
+    def head_members(self, head: str, ingested: list[PendingRevision]) -> pl.Series:
+        """The result digests of the head revision's members (repeats possible)."""
+        for rev in ingested:
+            if rev.digest == head:
+                return pl.Series(rev.members["result_digest"], dtype=pl.String)
+        parts = [p for p in self.prior.parts("fact_revision_member") if p.key == head]
+        members = self.gens.read_parts("fact_revision_member", parts, ["result_digest"])
+        return pl.Series(members.column(0), dtype=pl.String)
+
+    def write_results(self, source_key: str, prior: pl.DataFrame, results: pl.DataFrame) -> None:
+        """Replace the source's ``fact_result`` part when its results changed."""
+        if results.equals(prior):
+            return
+        self._count_changes(prior, results)
+        part = self.gens.write_part(
+            "fact_result", source_key, fact_part_name(source_key, self.gen.id), results.to_arrow()
+        )
+        self.gen.tables["fact_result"] = [p for p in self.gen.tables["fact_result"] if p.key != source_key] + [part]
+        self.changed = True
+
+    def _count_changes(self, prior: pl.DataFrame, results: pl.DataFrame) -> None:
+        if prior.is_empty():  # a new source: nothing was current before, nothing is replaced
+            self.summary.added += results.height
+            return
+        before = prior.filter("is_current")
+        after = results.filter("is_current")
+        gone = before.join(after.select("result_digest"), on="result_digest", how="anti")
+        replaced = gone.join(after.select("series_digest").unique(), on="series_digest", how="semi").height
+        self.summary.added += results.height - prior.height
+        self.summary.restated += replaced
+        self.summary.removed += gone.height - replaced
+
+    # -- small, whole tables --------------------------------------------------------------
+
+    def write_dimensions(self, dims: Dimensions) -> None:
+        """The dimension rows first seen in this build, and ``dim_version`` when it grew."""
+        for table in DIMENSIONS:
+            rows = list(dims.new[table].values())
+            if rows:
+                data = pa.Table.from_pylist(rows, schema=SCHEMAS[table])
+                self.gen.tables[table].append(self.gens.write_part(table, self.gen.id, self.gen.id, data))
+                self.changed = True
+        versions = self.gens.read_table(self.prior, "dim_implementation", ["liger_version"]).column(0).to_pylist()
+        versions += [r["liger_version"] for r in dims.new["dim_implementation"].values()]
+        table = _version_table(set(versions))
+        if table.num_rows != self.prior.rows("dim_version"):
+            self._replace_whole("dim_version", table)
+
+    def write_revisions(self, held: dict[str, dict], heads: set[str], listed: dict[str, RevisionRef]) -> None:
+        """``dim_upstream_revision`` with today's upstream and head flags, when anything changed."""
+        rows = []
+        for rev_digest, row in sorted(held.items(), key=lambda kv: (kv[1]["source_key"], kv[1]["seq"])):
+            upstream, head = rev_digest in listed and row["source"] != IMPORT, rev_digest in heads
+            self.changed |= row["is_upstream"] != upstream or row["is_head"] != head
+            rows.append({**row, "is_upstream": upstream, "is_head": head})
+        if self.changed:
+            self._replace_whole(
+                "dim_upstream_revision",
+                pa.Table.from_pylist(rows, schema=SCHEMAS["dim_upstream_revision"]),
+            )
+
+    def write_golden(self, golden: bytes | None) -> None:
+        """``golden_commit`` from upstream's golden-commits file, when its bytes changed."""
+        if golden is None:
+            return
+        value = content_digest(golden)
+        prior = self.gens.read_table(self.prior, "golden_commit", ["content_digest"]).column(0).to_pylist()
+        if prior[:1] == [value]:
+            return
+        data = json.loads(golden)
+        default = data.get("default_commit")
+        rows = [
+            {"kernel": kernel, "run": run, "is_default": run == default, "content_digest": value}
+            for kernel, run in sorted((data.get("golden_commits") or {}).items())
+        ]
+        self._replace_whole("golden_commit", pa.Table.from_pylist(rows, schema=SCHEMAS["golden_commit"]))
+
+    def _replace_whole(self, table: str, data: pa.Table) -> None:
+        self.gen.tables[table] = [self.gens.write_part(table, "all", self.gen.id, data)]
+        self.changed = True
+
+    def summary_dict(self, migration: dict | None, withdrawn: str | None) -> dict:
+        """The generation's summary: what ``Summary`` holds, row counts, and the migration or
+        withdrawal it carries."""
+        s = self.summary
+        return {
+            "revisions_ingested": len(s.revisions),
+            "results_added": s.added,
+            "results_restated": s.restated,
+            "results_removed": s.removed,
+            "revisions": s.revisions,
+            "rejected": s.rejected,
+            "deferred": s.deferred,
+            "warnings": s.warnings,
+            "no_longer_upstream": s.no_longer_upstream,
+            "row_counts": {t: self.gen.rows(t) for t in INGESTED},
+            **({"migration": migration} if migration else {}),
+            **({"withdrawn": withdrawn} if withdrawn else {}),
+        }
+
+
+def apply_sightings(results: pl.DataFrame, ingested: list[PendingRevision], held: dict[str, dict]) -> pl.DataFrame:
+    """Widen each result's first/last revision to the new revisions that show it; ``held`` gives
+    every revision's ``seq``."""
+    if not ingested:
+        return results
+    only = ingested[0].digest if len(ingested) == 1 else None
+    if only and _all_equal(results, ("first_revision_digest", "last_revision_digest"), only):
+        # One new revision, and every result was first and last seen in it (a new gh-pages
+        # run, say): it cannot widen anything.
+        return results
+    seq = pl.DataFrame(
+        {"rev": list(held), "seq": [r["seq"] for r in held.values()]},
+        schema={"rev": pl.String, "seq": pl.Int64},
+    )
+    seen = (
+        pl.DataFrame(
+            {
+                "result_digest": pa.concat_arrays([c for r in ingested for c in r.members["result_digest"].chunks]),
+                "rev": [r.digest for r in ingested for _ in range(r.members.num_rows)],
+                "seq": [r.ref.seq for r in ingested for _ in range(r.members.num_rows)],
+            },
+            schema={"result_digest": pl.String, "rev": pl.String, "seq": pl.Int64},
+        )
+        .group_by("result_digest")
+        .agg(
+            first_seen=pl.col("rev").sort_by("seq").first(),
+            first_seq=pl.col("seq").min(),
+            last_seen=pl.col("rev").sort_by("seq").last(),
+            last_seq=pl.col("seq").max(),
+        )
+    )
+    out = (
+        results.join(seen, on="result_digest", how="left")
+        .join(
+            seq.rename({"rev": "first_revision_digest", "seq": "old_first"}),
+            on="first_revision_digest",
+            how="left",
+        )
+        .join(
+            seq.rename({"rev": "last_revision_digest", "seq": "old_last"}),
+            on="last_revision_digest",
+            how="left",
+        )
+        .with_columns(
+            first_revision_digest=pl.when(pl.col("first_seq") < pl.col("old_first"))
+            .then(pl.col("first_seen"))
+            .otherwise(pl.col("first_revision_digest")),
+            last_revision_digest=pl.when(pl.col("last_seq") > pl.col("old_last"))
+            .then(pl.col("last_seen"))
+            .otherwise(pl.col("last_revision_digest")),
+        )
+    )
+    return out.select(results.columns)
+
+
+def apply_current(results: pl.DataFrame, current: pl.Series) -> pl.DataFrame:
+    """Current means: among the members of its source's head revision (``current``)."""
+    return results.with_columns(is_current=pl.col("result_digest").is_in(current.implode()))
+
+
+def _version_table(versions: set[str]) -> pa.Table:
+    parsed = sorted((parse_version(v), v) for v in versions if parse_version(v) is not None)
+    rows = [
+        {
+            "liger_version": text,
+            "version_rank": rank,
+            "major": v.major,
+            "minor": v.minor,
+            "patch": v.micro,
+            "is_prerelease": v.is_prerelease,
+        }
+        for rank, (v, text) in enumerate(parsed, start=1)
+    ]
+    return pa.Table.from_pylist(rows, schema=SCHEMAS["dim_version"])
+
+
+def _all_equal(df: pl.DataFrame, columns: tuple[str, ...], value: str) -> bool:
+    """Whether every row of ``df`` holds ``value`` in each of ``columns``."""
+    return bool(df.select(pl.all_horizontal(pl.col(c).eq_missing(value) for c in columns).all()).item())
+
+
+def fact_part_name(source_key: str, gen_id: str) -> str:
+    """The file name of a source's ``fact_result`` part written by generation ``gen_id``."""
+    slug = "".join(c if c.isalnum() else "-" for c in source_key).strip("-").lower()
+    return f"{slug}-{gen_id}"
