@@ -59,8 +59,8 @@ def kernelindex_import(context: dg.AssetExecutionContext, config: ImportConfig, 
         context.log.info(f"{outcome.source_key}: {outcome.unchanged}; nothing staged")
         context.log_event(dg.AssetObservation(asset_key=context.asset_key, metadata=_metadata(outcome)))
         return
-    warehouse.ledger().record(context.run.run_id, outcome.generation)
-    # The tables' new versions come from this run, as a refresh's come from warehouse_tables.
+    # The tables' new versions come from this run, as a refresh's come from warehouse_tables; they
+    # name the staged generation for the audit and the later steps.
     gen = gens.load(outcome.generation)
     prior = gens.load(gen.parent) if gen.parent else Generation(id="", parent=None, created_at="")
     for table, metadata in table_metadata(gen, prior).items():
