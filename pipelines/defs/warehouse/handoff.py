@@ -16,8 +16,9 @@ import dagster as dg
 from liger_warehouse.store.generations import Generation, GenerationStore, NotStaged, PublishConflict
 
 STAGED = "staged_generation"
-# A step writes all its assets or none, so one asset stands for each step a later one reads:
-INGEST_STEP = "fact_result"  # warehouse_tables, or kernelindex_import in an import
+# The ingested tables are staged together (by warehouse_tables, or kernelindex_import in an
+# import), so one of them stands for all.
+INGEST_STEP = "fact_result"
 
 Context = dg.AssetExecutionContext | dg.AssetCheckExecutionContext
 
