@@ -42,14 +42,22 @@ class Steps:
         with self._env():
             return load().resolve_job_def(name).execute_in_process(instance=self.instance, raise_on_error=False)
 
-    def materialize(self, assets: list[str]) -> dg.ExecuteInProcessResult:
+    def materialize(self, assets: list[str], audit: bool = True) -> dg.ExecuteInProcessResult:
+        """A run of ``assets`` and (unless ``audit`` is false) the blocking audit of them."""
+        checks = {spec.key for spec in SPECS if spec.asset_key.to_user_string() in assets} if audit else set()
+        return self._run({dg.AssetKey(a) for a in assets}, checks)
+
+    def audit(self) -> dg.ExecuteInProcessResult:
+        """A run of the blocking audit alone."""
+        return self._run(set(), {spec.key for spec in SPECS})
+
+    def _run(self, assets: set[dg.AssetKey], checks: set[dg.AssetCheckKey]) -> dg.ExecuteInProcessResult:
         from pipelines.definitions import load
 
         with self._env():
             job = load().resolve_implicit_global_asset_job_def()
-            return job.execute_in_process(
-                instance=self.instance, asset_selection=[dg.AssetKey(a) for a in assets], raise_on_error=False
-            )
+            subset = job.get_subset(asset_selection=assets, asset_check_selection=checks)
+            return subset.execute_in_process(instance=self.instance, raise_on_error=False)
 
 
 @pytest.fixture(scope="module")
@@ -139,3 +147,19 @@ def test_publishing_alone_refuses_a_generation_superseded_since(tmp_path: Path, 
     assert not result.success
     assert "was published meanwhile" in failure_message(result), failure_message(result)
     assert files(steps.root) == before
+
+
+def test_publishing_alone_needs_a_passed_audit_of_that_generation(steps: Steps) -> None:
+    assert steps.materialize(STEPS["warehouse_tables"], audit=False).success
+    for step in ("fact_change_point", "sql_models"):
+        assert steps.materialize(STEPS[step]).success, step
+    before = files(steps.root)
+    result = steps.materialize(STEPS["published_generation"])
+    assert not result.success
+    assert "is not audited" in failure_message(result), failure_message(result)
+    assert files(steps.root) == before
+    # The audit alone, in a run of its own, audits what was staged; then the publish goes through.
+    assert steps.audit().success
+    assert steps.materialize(STEPS["published_generation"]).success
+    staged = GenerationStore(Storage(str(steps.root)))
+    assert staged.current().rows("fact_result") > 0
