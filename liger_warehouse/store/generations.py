@@ -119,8 +119,14 @@ class GenerationStore:
 
     def current(self) -> Generation:
         """The published generation; an empty one before the first publish."""
-        gen_id = self.current_id()
-        if gen_id is None:
+        return self._load_or_empty(self.current_id())
+
+    def parent(self, gen: Generation) -> Generation:
+        """The generation ``gen`` was built on; an empty one for the first."""
+        return self._load_or_empty(gen.parent)
+
+    def _load_or_empty(self, gen_id: str | None) -> Generation:
+        if not gen_id:
             return Generation(id="", parent=None, created_at="", tables={t: [] for t in TABLES})
         return self.load(gen_id)
 

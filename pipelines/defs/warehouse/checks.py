@@ -117,7 +117,7 @@ def staged_generation_audit(context: dg.AssetCheckExecutionContext, warehouse: W
                 )
         return
     gen = _load(gens, gen_id)
-    prior = _load(gens, gen.parent) if gen.parent else Generation(id="", parent=None, created_at="")
+    prior = gens.parent(gen)
     # What this refresh changed, not the whole history: see "the audit of one refresh" in
     # liger_warehouse/audit/checks.py for why that audits everything by induction.
     con = checks.connect_changes(gens, gen, prior)
