@@ -163,3 +163,21 @@ def test_publishing_alone_needs_a_passed_audit_of_that_generation(steps: Steps) 
     assert steps.materialize(STEPS["published_generation"]).success
     staged = GenerationStore(Storage(str(steps.root)))
     assert staged.current().rows("fact_result") > 0
+
+
+def test_a_step_alone_refuses_inputs_staged_in_different_generations(tmp_path: Path, steps: Steps) -> None:
+    assert steps.job("refresh").success
+    # Upstream gains a revision; only the tables take it in: the change points still name the
+    # published generation.
+    newer = Steps(steps.root, small_mirror(tmp_path / "newer", commits=3), steps.instance)
+    assert newer.materialize(STEPS["warehouse_tables"]).success
+    before = files(steps.root)
+    for step in ("sql_models", "published_generation"):
+        result = newer.materialize(STEPS[step])
+        assert not result.success, step
+        message = failure_message(result)
+        assert "staged in different generations" in message and "fact_change_point" in message, message
+        assert files(steps.root) == before, step
+    # Run in order, the steps publish it.
+    for step in ("fact_change_point", "sql_models", "published_generation"):
+        assert newer.materialize(STEPS[step]).success, step
