@@ -59,9 +59,10 @@ def test_each_refresh_derives_what_it_touched_and_matches_a_derivation_from_scra
         previous = run_parts
 
         incremental = {name: gens.read_table(published, name) for name in SQL_MODELS}
-        scratch_gen = replace(
+        scratch_gen = replace(  # staged on the published generation, so it may be re-staged
             published,
             id=f"{published.id}-scratch",
+            parent=published.id,
             tables={t: p for t, p in published.tables.items() if t not in SQL_MODELS},
         )
         scratch_parts = derived.add_to_generation(gens, scratch_gen, from_scratch=True)

@@ -254,7 +254,7 @@ def prior_state_parts(gens: GenerationStore, gen: Generation) -> list[Part]:
 
 def add_to_generation(gens: GenerationStore, gen: Generation) -> tuple[dict[str, Part], Counts]:
     """Compute the change points of staged generation ``gen`` and re-stage it with them and
-    their state.
+    their state (``GenerationStore.restage``: refused once ``gen`` is published or superseded).
 
     The parts are named by their content, so a refresh that changes no gh-pages run writes no
     new file and the new generation references the same parts as the last one.
@@ -282,5 +282,5 @@ def add_to_generation(gens: GenerationStore, gen: Generation) -> tuple[dict[str,
     parts = {name: gens.write_content_part(name, data) for name, data in tables.items()}
     for name, part in parts.items():
         gen.tables[name] = [part]
-    gens.stage(gen)
+    gens.restage(gen)
     return parts, counts

@@ -223,7 +223,8 @@ def _run_point_files(con: duckdb.DuckDBPyConnection, gen: Generation) -> dict[st
 
 
 def add_to_generation(gens: GenerationStore, gen: Generation, from_scratch: bool = False) -> dict[str, list[Part]]:
-    """Run every SQL model over staged generation ``gen`` and re-stage it with their tables.
+    """Run every SQL model over staged generation ``gen`` and re-stage it with their tables
+    (``GenerationStore.restage``: refused once ``gen`` is published or superseded).
 
     What the published parent already derived is carried where its inputs are unchanged
     (``from_scratch`` derives everything anew; the rows are the same either way)."""
@@ -244,5 +245,5 @@ def add_to_generation(gens: GenerationStore, gen: Generation, from_scratch: bool
             # The next models read this one as the staged generation will show it.
             gen.tables[name] = parts
             con.execute(table_view_sql(gen, name))
-    gens.stage(gen)
+    gens.restage(gen)
     return tables

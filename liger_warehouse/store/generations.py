@@ -33,6 +33,10 @@ class PublishConflict(RuntimeError):
     """Another refresh published first; this one's staged generation is stale."""
 
 
+class NotStaged(RuntimeError):
+    """A generation asked for as staged is not: this warehouse never staged it, or it is published."""
+
+
 class RefreshBusy(RuntimeError):
     """Another refresh holds the warehouse lock."""
 
@@ -115,8 +119,14 @@ class GenerationStore:
 
     def current(self) -> Generation:
         """The published generation; an empty one before the first publish."""
-        gen_id = self.current_id()
-        if gen_id is None:
+        return self._load_or_empty(self.current_id())
+
+    def parent(self, gen: Generation) -> Generation:
+        """The generation ``gen`` was built on; an empty one for the first."""
+        return self._load_or_empty(gen.parent)
+
+    def _load_or_empty(self, gen_id: str | None) -> Generation:
+        if not gen_id:
             return Generation(id="", parent=None, created_at="", tables={t: [] for t in TABLES})
         return self.load(gen_id)
 
@@ -133,13 +143,13 @@ class GenerationStore:
         is written (``ConditionalWritesUnsupported``)."""
         with self.lock("publish"):
             if self.storage.is_local:
-                self._check_parent(gen, self.current_id())
+                self._check_staged(gen, self.current_id())
                 failpoint("publish")
                 self.storage.write_text(POINTER, gen.id + "\n")
                 return
             self.storage.probe_conditional_writes()
             pointer, version = self.storage.read_versioned(POINTER)
-            self._check_parent(gen, pointer.decode("utf-8").strip() if pointer else None)
+            self._check_staged(gen, pointer.decode("utf-8").strip() if pointer else None)
             failpoint("publish")
             try:
                 self.storage.write_if_unchanged(POINTER, (gen.id + "\n").encode("utf-8"), version)
@@ -150,8 +160,34 @@ class GenerationStore:
                     "(CURRENT changed under the conditional write); run the refresh again"
                 ) from None
 
+    def staged(self, gen_id: str) -> Generation:
+        """Staged generation ``gen_id``, still publishable. Refuses one this warehouse never
+        staged (``NotStaged``), one already published (``NotStaged``) and one superseded:
+        built on a parent that is no longer ``CURRENT`` (``PublishConflict``)."""
+        try:
+            gen = self.load(gen_id)
+        except FileNotFoundError:
+            raise NotStaged(f"generation {gen_id} was never staged in {self.storage.url}") from None
+        self._check_staged(gen, self.current_id())
+        return gen
+
+    def restage(self, gen: Generation) -> None:
+        """Stage ``gen`` again with the tables a later step added to it, unless it was published
+        or superseded meanwhile.
+
+        Safe to rewrite: a staged manifest is read by no reader until ``CURRENT`` names it, the
+        check and the write hold the publish lock that ``publish`` holds around its own check and
+        pointer write (so a manifest is never rewritten once published), and the manifest is one
+        object written whole. Across hosts (object storage) the run queue runs one writer at a
+        time (deploy/dagster.yaml)."""
+        with self.lock("publish"):
+            self._check_staged(gen, self.current_id())
+            self.stage(gen)
+
     @staticmethod
-    def _check_parent(gen: Generation, current: str | None) -> None:
+    def _check_staged(gen: Generation, current: str | None) -> None:
+        if current == gen.id:
+            raise NotStaged(f"generation {gen.id} is already published (CURRENT names it); stage a new one first")
         if (current or None) != (gen.parent or None):
             raise PublishConflict(
                 f"generation {gen.id} was built on {gen.parent or 'an empty warehouse'}, "
@@ -216,21 +252,3 @@ class GenerationStore:
 
     def part_uris(self, gen: Generation, table: str) -> list[str]:
         return [self.storage.uri(p.file) for p in gen.parts(table)]
-
-
-class RunLedger:
-    """Which generation each orchestration run staged, so later steps of that run find it."""
-
-    def __init__(self, storage: Storage) -> None:
-        self.storage = storage
-
-    @staticmethod
-    def _key(run_id: str) -> str:
-        return f"state/runs/{run_id}.json"
-
-    def record(self, run_id: str, gen_id: str) -> None:
-        self.storage.write_text(self._key(run_id), json.dumps({"staged": gen_id}))
-
-    def staged(self, run_id: str) -> str | None:
-        key = self._key(run_id)
-        return json.loads(self.storage.read_text(key))["staged"] if self.storage.exists(key) else None

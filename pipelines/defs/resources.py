@@ -7,7 +7,7 @@ import dagster as dg
 from liger_warehouse import settings
 from liger_warehouse.serve.database import database_path
 from liger_warehouse.settings import DEFAULT_API_BASE, DEFAULT_RAW_BASE, DEFAULT_UPSTREAM
-from liger_warehouse.store.generations import GenerationStore, RunLedger
+from liger_warehouse.store.generations import GenerationStore
 from liger_warehouse.store.raw import RawStore
 from liger_warehouse.store.storage import Storage
 from liger_warehouse.upstream.http import HttpPolicy
@@ -28,9 +28,6 @@ class WarehouseResource(dg.ConfigurableResource):
 
     def raw(self) -> RawStore:
         return RawStore(self.storage())
-
-    def ledger(self) -> RunLedger:
-        return RunLedger(self.storage())
 
     def database_path(self) -> Path:
         """The local liger.duckdb: in the root, or a cache copy for an object-store root."""

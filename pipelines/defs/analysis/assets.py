@@ -6,6 +6,7 @@ from liger_warehouse.analysis import derived
 from liger_warehouse.model.tables import CHANGE_POINT_TABLES, DESCRIPTIONS, SQL_MODELS
 from pipelines.defs.resources import WarehouseResource
 from pipelines.defs.warehouse.assets import column_schema
+from pipelines.defs.warehouse.handoff import CHANGE_POINT_STEP, INGEST_STEP, STAGED, staged_input
 
 # After the blocking audits of the facts they read; published_generation waits for them.
 _DEPS = ["fact_result", "dim_upstream_revision"]
@@ -30,16 +31,15 @@ def _specs() -> list[dg.AssetSpec]:
 def fact_change_point(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
     """Change points of every series' gh-pages run history (Apache Otava e-divisive), added to
     the staged generation so they are published atomically with the facts they come from.
-    Each series resumes from the published change_point_state when its history only grew."""
+    Each series resumes from the published change_point_state when its history only grew.
+
+    The staged generation is the one the latest ``fact_result`` names (this run's in a refresh):
+    materialized alone, it adds to what was last staged, and fails when that was published."""
     # Otava and SciPy load with the step that uses them, not with the definitions.
     from liger_warehouse.analysis import change_points
 
     gens = warehouse.generations()
-    gen_id = warehouse.ledger().staged(context.run.run_id)
-    if gen_id is None:
-        context.log.info("this run staged no generation: no change points to compute")
-        return
-    gen = gens.load(gen_id)
+    gen = staged_input(context, gens, [INGEST_STEP])
     parts, counts = change_points.add_to_generation(gens, gen)
     context.log.info(
         f"change points of {counts.series} series: {counts.resumed} resumed, "
@@ -51,7 +51,7 @@ def fact_change_point(context: dg.AssetExecutionContext, warehouse: WarehouseRes
             metadata={
                 "dagster/row_count": part.rows,
                 "dagster/column_schema": column_schema(name),
-                "generation": gen.id,
+                STAGED: gen.id,
                 "part": part.file,
                 "method": change_points.method(),
                 **counts.as_metadata(),
@@ -80,20 +80,18 @@ def _model_specs() -> list[dg.AssetSpec]:
 def sql_models(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
     """The derived tables of ``sql/derived/``: each series and its sweep, the builds, the points
     that stand for a series in each run and build, and each series' noise. Computed by DuckDB from
-    the staged facts and added to the staged generation, so they publish with them."""
+    the staged facts and added to the staged generation, so they publish with them. That
+    generation is the one ``fact_result`` and ``fact_change_point`` last named, so this runs
+    alone too, after them."""
     gens = warehouse.generations()
-    gen_id = warehouse.ledger().staged(context.run.run_id)
-    if gen_id is None:
-        context.log.info("this run staged no generation: no derived tables to compute")
-        return
-    gen = gens.load(gen_id)
+    gen = staged_input(context, gens, [INGEST_STEP, CHANGE_POINT_STEP])
     for name, parts in derived.add_to_generation(gens, gen).items():
         yield dg.MaterializeResult(
             asset_key=name,
             metadata={
                 "dagster/row_count": sum(p.rows for p in parts),
                 "dagster/column_schema": column_schema(name),
-                "generation": gen.id,
+                STAGED: gen.id,
                 "parts": len(parts),
                 "model": f"sql/derived/{name}.sql",
             },

@@ -7,7 +7,6 @@ import dagster as dg
 from pydantic import Field
 
 from liger_warehouse.imports.kernelindex import ImportOutcome, stage_import, stage_withdrawal
-from liger_warehouse.store.generations import Generation
 from pipelines.defs.resources import WarehouseResource
 from pipelines.defs.warehouse.assets import table_metadata
 
@@ -59,10 +58,10 @@ def kernelindex_import(context: dg.AssetExecutionContext, config: ImportConfig, 
         context.log.info(f"{outcome.source_key}: {outcome.unchanged}; nothing staged")
         context.log_event(dg.AssetObservation(asset_key=context.asset_key, metadata=_metadata(outcome)))
         return
-    warehouse.ledger().record(context.run.run_id, outcome.generation)
-    # The tables' new versions come from this run, as a refresh's come from warehouse_tables.
+    # The tables' new versions come from this run, as a refresh's come from warehouse_tables; they
+    # name the staged generation for the audit and the later steps.
     gen = gens.load(outcome.generation)
-    prior = gens.load(gen.parent) if gen.parent else Generation(id="", parent=None, created_at="")
+    prior = gens.parent(gen)
     for table, metadata in table_metadata(gen, prior).items():
         context.log_event(dg.AssetMaterialization(asset_key=table, metadata=metadata))
     yield dg.MaterializeResult(metadata=_metadata(outcome))

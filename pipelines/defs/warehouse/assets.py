@@ -15,6 +15,7 @@ from liger_warehouse.serve.database import rebuild_if_stale
 from liger_warehouse.store.generations import Generation
 from pipelines.defs.resources import UpstreamResource, WarehouseResource
 from pipelines.defs.upstream.assets import FetchedUpstream
+from pipelines.defs.warehouse.handoff import STAGED
 
 GROUP = "warehouse"
 
@@ -43,7 +44,8 @@ def column_schema(table: str) -> dg.TableSchema:
 
 
 def table_metadata(gen: Generation, prior: Generation) -> dict[str, dict]:
-    """Per ingested table, the metadata of its version in ``gen``: rows, columns, parts."""
+    """Per ingested table, the metadata of its version in ``gen``: rows, columns, parts, and the
+    generation it is staged in, which the later steps read (``handoff.py``)."""
     metadata = {}
     for table in INGESTED:
         # A set: a long history has thousands of parts, and a list scan per part is quadratic.
@@ -52,7 +54,7 @@ def table_metadata(gen: Generation, prior: Generation) -> dict[str, dict]:
         metadata[table] = {
             "dagster/row_count": gen.rows(table),
             "dagster/column_schema": column_schema(table),
-            "generation": gen.id,
+            STAGED: gen.id,
             "parts_written": len(new_parts),
             "parts_total": len(gen.parts(table)),
         }
@@ -94,8 +96,10 @@ def warehouse_tables(
 ):
     """Normalize every new upstream revision into the digest-linked star schema and stage it as
     the next generation. Unchanged Parquet parts are referenced, not rewritten; when upstream
-    holds nothing new, nothing is written and no table materializes. A warehouse whose digests
-    follow an older schema version is migrated first, from its raw snapshots (docs/SCHEMA.md)."""
+    holds nothing new, nothing is written and no table materializes. Each table's materialization
+    names the staged generation (``staged_generation``) for the audit and the later steps. A
+    warehouse whose digests follow an older schema version is migrated first, from its raw
+    snapshots (docs/SCHEMA.md)."""
     gens = warehouse.generations()
     with gens.try_lock("build"):
         base = migrate(gens, warehouse.raw())
@@ -111,7 +115,6 @@ def warehouse_tables(
         if rebuild_if_stale(gens, warehouse.database_path()) is not None:
             context.log.warning("liger.duckdb showed an older generation than CURRENT: views rebuilt")
         return
-    warehouse.ledger().record(context.run.run_id, gen.id)
     extra = {
         "fact_result": {
             "results_added": summary.added,

@@ -7,7 +7,9 @@ import dagster as dg
 from liger_warehouse.audit import checks
 from liger_warehouse.model.tables import DIMENSIONS
 from liger_warehouse.runtime.failpoints import failpoint
+from liger_warehouse.store.generations import Generation, GenerationStore
 from pipelines.defs.resources import WarehouseResource
+from pipelines.defs.warehouse.handoff import INGEST_STEP, STAGED, staged_generation_id
 
 # Shown in the UI beside each check; a failure of any of them stops the publish.
 CHECK_DESCRIPTIONS = {
@@ -69,7 +71,14 @@ if not any(isinstance(f, NothingStagedIsNotUngated) for f in _plan_logger.filter
     _plan_logger.addFilter(NothingStagedIsNotUngated())
 
 
-def _result(spec: dg.AssetCheckSpec, outcomes: list[checks.CheckOutcome]) -> dg.AssetCheckResult:
+def _load(gens: GenerationStore, gen_id: str) -> Generation:
+    try:
+        return gens.load(gen_id)
+    except FileNotFoundError:
+        raise dg.Failure(f"generation {gen_id} is not in {gens.storage.url}", allow_retries=False) from None
+
+
+def _result(spec: dg.AssetCheckSpec, outcomes: list[checks.CheckOutcome], gen_id: str) -> dg.AssetCheckResult:
     failures = sum(o.failures for o in outcomes)
     examples = [f"{o.table}.{o.name}: {e}" for o in outcomes for e in o.examples][:10]
     return dg.AssetCheckResult(
@@ -77,6 +86,7 @@ def _result(spec: dg.AssetCheckSpec, outcomes: list[checks.CheckOutcome]) -> dg.
         check_name=spec.name,
         passed=failures == 0,
         metadata={
+            STAGED: gen_id,
             "failures": failures,
             "examples": dg.MetadataValue.md("\n".join(f"- {e}" for e in examples) or "none"),
         },
@@ -88,21 +98,26 @@ def staged_generation_audit(context: dg.AssetCheckExecutionContext, warehouse: W
     """Digest uniqueness in every dimension, referential integrity of every fact digest,
     p20 <= p50 <= p80, and reconciliation: every row of every new upstream revision, recounted
     from its raw snapshot, is in ``fact_result`` (via ``fact_revision_member``) or in
-    ``quarantined_row``."""
+    ``quarantined_row``.
+
+    It audits the generation the latest ``fact_result`` names (this run's in a refresh) against
+    the generation it was built on, and names it in each result: ``published_generation``
+    publishes only a generation whose latest audit passed."""
     gens = warehouse.generations()
-    gen_id = warehouse.ledger().staged(context.run.run_id)
+    gen_id = staged_generation_id(context, [INGEST_STEP])
     if gen_id is None:
-        # Nothing new upstream: no generation was staged, so nothing can be published unaudited.
+        # No generation was ever staged, so nothing can be published unaudited.
         for spec in SPECS:
             if spec.key in context.selected_asset_check_keys:
                 yield dg.AssetCheckResult(
                     asset_key=spec.asset_key,
                     check_name=spec.name,
                     passed=True,
-                    metadata={"audited": "nothing: upstream held nothing new, no generation was staged"},
+                    metadata={"audited": "nothing: no generation was staged"},
                 )
         return
-    gen, prior = gens.load(gen_id), gens.current()
+    gen = _load(gens, gen_id)
+    prior = gens.parent(gen)
     # What this refresh changed, not the whole history: see "the audit of one refresh" in
     # liger_warehouse/audit/checks.py for why that audits everything by induction.
     con = checks.connect_changes(gens, gen, prior)
@@ -128,4 +143,4 @@ def staged_generation_audit(context: dg.AssetCheckExecutionContext, warehouse: W
         ]
         if spec.name == "no_orphan_digests":
             relevant = [o for o in outcomes[spec.name] if o.table == spec.asset_key.path[-1]]
-        yield _result(spec, relevant)
+        yield _result(spec, relevant, gen.id)
