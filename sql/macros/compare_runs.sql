@@ -8,11 +8,22 @@
 -- base run shows is no `regression` or `improvement` when the head is `unchanged` against the
 -- median of the base run and the runs before it (one unlucky base run). `recent_p50`,
 -- `recent_change`, `recent_verdict`, `recent_runs` and `recent_sources` are that evidence.
--- reads: comparison, judge, regression_threshold, run_name
+-- reads: comparison, regression_threshold, run_name
 create or replace macro compare_runs(base, head, threshold := null) as table
-with against_base as (
+with judged as (
     select *
-    from comparison('run', run_name(base), run_name(head), coalesce(threshold, regression_threshold()))
+    from comparison(
+        [
+            {'base_kind': 'run', 'base_key': run_name(base), 'head_kind': 'run', 'head_key': run_name(head)},
+            {'base_kind': 'recent', 'base_key': run_name(base), 'head_kind': 'run', 'head_key': run_name(head)}
+        ],
+        coalesce(threshold, regression_threshold())
+    )
+),
+against_base as (
+    select * exclude (base_kind)
+    from judged
+    where base_kind = 'run'
 ),
 against_recent as (
     select
@@ -22,10 +33,8 @@ against_recent as (
         verdict as recent_verdict,
         base_runs as recent_runs,
         base_sources as recent_sources
-    from judge(
-        [{'base_kind': 'recent', 'base_key': run_name(base), 'head_kind': 'run', 'head_key': run_name(head)}],
-        coalesce(threshold, regression_threshold())
-    )
+    from judged
+    where base_kind = 'recent'
 )
 select
     b.* replace (
