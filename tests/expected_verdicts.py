@@ -13,7 +13,7 @@ import re
 import statistics
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from itertools import pairwise
 from statistics import NormalDist
@@ -34,6 +34,7 @@ MIN_HISTORY = 5
 PRIOR_STEPS = 10
 SWEEP_QUANTILE = 0.75
 SPEEDUP_Z = 3
+RECENT_RUNS = 5  # a run's recent level: the median of it and the runs before it, this many
 # For normal noise, the q-quantile of |x| is the (1 + q) / 2 normal quantile times the standard
 # deviation: median(|x|) / 0.6745 and q75(|x|) / 1.1503 estimate it.
 MAD_SCALE = NormalDist().inv_cdf(0.75)
@@ -472,9 +473,36 @@ def run_named(mirror: Mirror, name: str) -> str:
     return {"latest": mirror.run_order[-1], "previous": mirror.run_order[-2]}.get(name, name)
 
 
+@cache
+def recent_points(mirror: Mirror) -> dict[str, Side]:
+    """run -> series -> its recent level there ("The verdict", compare_runs): the median point of
+    that run and the runs before it that hold the series, RECENT_RUNS of them at most."""
+    rows = run_rows(mirror)
+    out: dict[str, Side] = defaultdict(dict)
+    for series, history in run_histories(mirror).items():
+        for i, run in enumerate(history):
+            recent = history[max(0, i - RECENT_RUNS + 1) : i + 1]
+            out[run][series] = median_point([(rows[r][series], r) for r in recent])
+    return out
+
+
+def compare_recent(mirror: Mirror, base: str, head: str, threshold: float = THRESHOLD) -> dict[Series, Judged]:
+    """The head run judged against the base run's recent level."""
+    head_points = run_points(mirror)[run_named(mirror, head)]
+    return compare(mirror, recent_points(mirror)[run_named(mirror, base)], head_points, threshold)
+
+
 def compare_runs(mirror: Mirror, base: str, head: str, threshold: float = THRESHOLD) -> dict[Series, Judged]:
+    """The head run judged against the base run; a regression, improvement or change stands
+    only when the head is not unchanged against the base run's recent level."""
     points = run_points(mirror)
-    return compare(mirror, points[run_named(mirror, base)], points[run_named(mirror, head)], threshold)
+    rows = compare(mirror, points[run_named(mirror, base)], points[run_named(mirror, head)], threshold)
+    recent = compare_recent(mirror, base, head, threshold)
+    flagged = {s for s, row in rows.items() if row.verdict not in ("unchanged", "inconclusive")}
+    return {
+        s: replace(row, verdict="unchanged") if s in flagged and recent[s].verdict == "unchanged" else row
+        for s, row in rows.items()
+    }
 
 
 def release_named(name: str) -> str:

@@ -70,6 +70,17 @@ def comparison_row(judged: ev.Judged) -> dict:
     }
 
 
+def recent_evidence(judged: ev.Judged) -> dict:
+    """The columns `compare_runs` adds: the head judged against the base run's recent level."""
+    return {
+        "recent_p50": judged.base.p50,
+        "recent_change": judged.adjusted_change,
+        "recent_verdict": judged.verdict,
+        "recent_runs": judged.base.runs,
+        "recent_sources": list(judged.base.sources),
+    }
+
+
 def _comparison(db: Path, series: dict, sql: str) -> dict:
     return _keyed(_query(db, sql), lambda r: series[r["series_digest"]])
 
@@ -204,7 +215,8 @@ RUN_PAIRS = [("7644a0f-v0.7.0", "7644a0f"), ("0a62700-v0.6.4", "0a62700"), ("pre
 @pytest.mark.parametrize(("base", "head"), RUN_PAIRS)
 def test_compare_runs_follows_the_rule(db, mirror, warehouse_series, base, head):
     got = _comparison(db, warehouse_series, f"select * from compare_runs('{base}', '{head}')")
-    want = {s: comparison_row(j) for s, j in ev.compare_runs(mirror, base, head).items()}
+    recent = ev.compare_recent(mirror, base, head)
+    want = {s: comparison_row(j) | recent_evidence(recent[s]) for s, j in ev.compare_runs(mirror, base, head).items()}
     assert len(want) == 2484
     assert_agree(got, want)
 

@@ -15,8 +15,9 @@ A refresh derives what its new facts touch and carries the rest from the publish
 - ``dim_series`` adds the series of new fact_result parts that it lacks;
 - ``fact_build_point`` re-derives the builds whose points changed (the builds of changed run
   parts, the versions of changed main-branch or imported rows) and carries the others;
-- ``dim_build``, ``fact_series_noise`` and ``fact_speedup_noise`` are derived whole (a series'
-  noise is shrunk toward pools over every series, so one new run moves them all).
+- ``dim_build``, ``fact_recent_point``, ``fact_series_noise`` and ``fact_speedup_noise`` are
+  derived whole (a series' noise is shrunk toward pools over every series, so one new run moves
+  them all; a run's recent level reads the runs before it).
 
 The same model SQL runs in both cases, over views narrowed to the touched parts or builds.
 """
@@ -44,6 +45,7 @@ ORDER = {
     "dim_series": ["series_digest"],
     "dim_build": ["build_rank"],
     "fact_run_point": ["run", "series_digest"],
+    "fact_recent_point": ["run", "series_digest"],
     "fact_build_point": ["build", "series_digest"],
     "fact_series_noise": ["series_digest"],
     "fact_speedup_noise": ["liger_series_digest", "baseline_series_digest"],

@@ -250,6 +250,18 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("observed_at", TS),
         ]
     ),
+    "fact_recent_point": pa.schema(
+        [
+            ("run", pa.string()),
+            ("series_digest", DIGEST),
+            ("p20", pa.float64()),
+            ("p50", pa.float64()),
+            ("p80", pa.float64()),
+            ("runs", pa.int64()),
+            ("sources", pa.list_(pa.string())),
+            ("observed_at", TS),
+        ]
+    ),
     "fact_build_point": pa.schema(
         [
             ("build", pa.string()),
@@ -332,6 +344,10 @@ DESCRIPTIONS = {
     "labelled <version>+<yyyymmdd>.<sha>. Derived at publish by sql/derived/dim_build.sql.",
     "fact_run_point": "One row per series and gh-pages run: the result that stands for the series "
     "in the run. Derived at publish by sql/derived/fact_run_point.sql.",
+    "fact_recent_point": "One row per series and gh-pages run: the series' recent level there, the "
+    "median over that run and the runs before it that hold the series (verdict_rule().recent_runs at "
+    "most), which compare_runs also judges a head against. Derived at publish by "
+    "sql/derived/fact_recent_point.sql; docs/VERDICTS.md.",
     "fact_build_point": "One row per series and build: the median of the points the build stands on, "
     "how many and which. Derived at publish by sql/derived/fact_build_point.sql.",
     "fact_series_noise": "One row per series: its run-to-run noise (against its sweep, and its "
@@ -356,6 +372,7 @@ SQL_MODELS = (
     "dim_series",
     "dim_build",
     "fact_run_point",
+    "fact_recent_point",
     "fact_build_point",
     "fact_series_noise",
     "fact_speedup_noise",

@@ -4,7 +4,49 @@
 --     select * from compare_runs('previous', 'latest') where verdict = 'regression';
 -- Runs are named as upstream names them ('7644a0f', '7644a0f-v0.7.0') or 'latest' / 'previous'.
 -- `threshold` is a fraction; without it the session's `regression_threshold()` (5%) applies.
+-- The head is also judged against the base's recent level (`fact_recent_point`): a change the
+-- base run shows is no `regression` or `improvement` when the head is `unchanged` against the
+-- median of the base run and the runs before it (one unlucky base run). `recent_p50`,
+-- `recent_change`, `recent_verdict`, `recent_runs` and `recent_sources` are that evidence.
 -- reads: comparison, regression_threshold, run_name
 create or replace macro compare_runs(base, head, threshold := null) as table
-select *
-from comparison('run', run_name(base), run_name(head), coalesce(threshold, regression_threshold()));
+with judged as (
+    select *
+    from comparison(
+        [
+            {'base_kind': 'run', 'base_key': run_name(base), 'head_kind': 'run', 'head_key': run_name(head)},
+            {'base_kind': 'recent', 'base_key': run_name(base), 'head_kind': 'run', 'head_key': run_name(head)}
+        ],
+        coalesce(threshold, regression_threshold())
+    )
+),
+against_base as (
+    select * exclude (base_kind)
+    from judged
+    where base_kind = 'run'
+),
+against_recent as (
+    select
+        series_digest,
+        base_p50 as recent_p50,
+        adjusted_change as recent_change,
+        verdict as recent_verdict,
+        base_runs as recent_runs,
+        base_sources as recent_sources
+    from judged
+    where base_kind = 'recent'
+)
+select
+    b.* replace (
+        case
+            when b.verdict not in ('unchanged', 'inconclusive') and r.recent_verdict = 'unchanged' then 'unchanged'
+            else b.verdict
+        end as verdict
+    ),
+    r.recent_p50,
+    r.recent_change,
+    r.recent_verdict,
+    r.recent_runs,
+    r.recent_sources
+from against_base as b
+left join against_recent as r using (series_digest);

@@ -11,8 +11,11 @@
 -- reads: build_name, comparison, regression_threshold
 create or replace macro compare_versions(base, head, threshold := null) as table
 select
-    * exclude (base, head),
+    * exclude (base_kind, base, head),
     -- the builds the names resolved to (qualified: a bare `base` is the macro's argument)
     c.base as base_version,
     c.head as head_version
-from comparison('build', build_name(base), build_name(head), coalesce(threshold, regression_threshold())) as c;
+from comparison(
+    [{'base_kind': 'build', 'base_key': build_name(base), 'head_kind': 'build', 'head_key': build_name(head)}],
+    coalesce(threshold, regression_threshold())
+) as c;

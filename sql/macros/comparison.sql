@@ -1,9 +1,9 @@
--- comparison(kind, base, head, threshold): one row per series on both sides of one comparison
--- (`kind` 'run' or 'build', sides named as `side_points` names them), in readable columns
--- with the evidence and verdict of `judge`. `compare_runs` and `compare_versions` are this
--- with the names people type resolved.
+-- comparison(pairs, threshold): one row per series on both sides of each pair of `pairs` (a
+-- list of {base_kind, base_key, head_kind, head_key}, sides named as `side_points` names them),
+-- in readable columns with the evidence and verdict of `judge`; `base_kind` tells the pairs'
+-- rows apart. `compare_runs` and `compare_versions` are this with the names people type resolved.
 -- reads: dim_series, judge
-create or replace macro comparison(kind, base, head, threshold) as table
+create or replace macro comparison(pairs, threshold) as table
 select
     s.series_digest,
     s.kernel,
@@ -17,6 +17,7 @@ select
     s.workload,
     s.x_name,
     s.x_value,
+    j.pair.base_kind as base_kind,
     j.pair.base_key as base,
     j.pair.head_key as head,
     j.base_p50,
@@ -40,5 +41,5 @@ select
     j.base_p80,
     j.head_p20,
     j.head_p80
-from judge([{'base_kind': kind, 'base_key': base, 'head_kind': kind, 'head_key': head}], threshold) as j
+from judge(pairs, threshold) as j
 join dim_series as s using (series_digest);

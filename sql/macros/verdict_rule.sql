@@ -11,6 +11,8 @@
 --                 normal, so that it estimates a standard deviation (a test keeps the two in step)
 --   min_history   fewer run steps than this and a series is never called `unchanged`
 --   speedup_z     a speedup wins when it is this many times its pairing's noise from 1
+--   recent_runs   `compare_runs` also judges the head against the median of the base run and
+--                 the runs before it, this many in all (a run's recent level)
 -- reads: nothing
 create or replace macro verdict_rule() as {
     'significance': 5.0,
@@ -21,5 +23,6 @@ create or replace macro verdict_rule() as {
     'sweep_quantile': 0.75,
     'sweep_scale': 1.1503493803760079::double,
     'min_history': 5,
-    'speedup_z': 3.0
+    'speedup_z': 3.0,
+    'recent_runs': 5
 };

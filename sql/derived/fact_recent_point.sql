@@ -1,0 +1,35 @@
+-- fact_recent_point: one row per series and gh-pages run that holds it: the series' recent
+-- level at that run, the median p20/p50/p80 over that run and the runs before it that hold the
+-- series (in upstream's commits.txt order), `verdict_rule().recent_runs` of them at most, how
+-- many (`runs`) and which (`sources`). `compare_runs` judges a head against the base run's
+-- recent level as well as against the base run, so that one unlucky base run cannot make a
+-- verdict (docs/VERDICTS.md).
+-- Materialized at publish (a derived table, derived whole); `side_points` serves it as the
+-- 'recent' sides.
+-- reads: dim_upstream_revision, fact_run_point, verdict_rule
+with ordered as (
+    select
+        p.run,
+        p.series_digest,
+        p.p20,
+        p.p50,
+        p.p80,
+        p.observed_at,
+        row_number() over (partition by p.series_digest order by r.seq) as position
+    from fact_run_point as p
+    join dim_upstream_revision as r on r.source = 'gh-pages' and r.run = p.run
+)
+select
+    o.run,
+    o.series_digest,
+    median(e.p20) as p20,
+    median(e.p50) as p50,
+    median(e.p80) as p80,
+    count(*) as runs,
+    list(e.run order by e.run) as sources,
+    max(e.observed_at) as observed_at
+from ordered as o
+join ordered as e
+    on e.series_digest = o.series_digest
+    and e.position between o.position - verdict_rule().recent_runs + 1 and o.position
+group by o.run, o.series_digest
