@@ -35,7 +35,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from liger_warehouse.model.tables import SCHEMAS, SQL_MODELS
-from liger_warehouse.serve.database import SQL_DIR, create_views, open_duckdb, table_view_sql
+from liger_warehouse.serve.database import SQL_DIR, create_views, open_duckdb, parts_select, table_view_sql
 from liger_warehouse.serve.sql_files import declared_reads
 from liger_warehouse.store.generations import Generation, GenerationStore, Part
 
@@ -78,9 +78,9 @@ def _derive(con: duckdb.DuckDBPyConnection, name: str) -> pa.Table:
     return _sorted(name, data.select(SCHEMAS[name].names).cast(SCHEMAS[name]))
 
 
-def _show(con: duckdb.DuckDBPyConnection, gen: Generation, table: str, parts: list[Part], where: str = "") -> None:
+def _show(con: duckdb.DuckDBPyConnection, table: str, parts: list[Part], where: str = "") -> None:
     """Make ``table`` on ``con`` read ``parts`` (rows matching ``where``, when given)."""
-    select = table_view_sql(Generation(gen.id, None, "", {table: parts}), table).split(" as ", 1)[1]
+    select = parts_select(table, parts)
     con.execute(f"create or replace view {table} as select * from ({select}) where {where or 'true'}")
 
 
@@ -123,7 +123,7 @@ class _Incremental:
         parts = {run: held[(run, file)] for run, file in wanted.items() if (run, file) in held}
         todo = sorted(set(wanted) - set(parts))
         if todo:
-            _show(con, self.gen, "fact_result", [p for p in self.gen.parts("fact_result") if p.key in todo])
+            _show(con, "fact_result", [p for p in self.gen.parts("fact_result") if p.key in todo])
             data = _derive(con, "fact_run_point")
             con.execute(table_view_sql(self.gen, "fact_result"))
             offset = 0  # rows sorted by run: one slice per run
@@ -140,7 +140,7 @@ class _Incremental:
         if not self.new_files:
             return self.prior.parts("dim_series")
         held = self.gens.read_table(self.prior, "dim_series").cast(SCHEMAS["dim_series"])
-        _show(con, self.gen, "fact_result", self.new_files)
+        _show(con, "fact_result", self.new_files)
         found = _derive(con, "dim_series")
         con.execute(table_view_sql(self.gen, "fact_result"))
         added = found.filter(pc.invert(pc.is_in(found["series_digest"], held["series_digest"])))
@@ -156,10 +156,10 @@ class _Incremental:
         held = self.gens.read_table(self.prior, "fact_build_point").cast(SCHEMAS["fact_build_point"])
         kept = held.filter(pc.invert(pc.is_in(held["build"], touched)))
         con.register("touched_build", pa.table({"build": touched}))
-        _show(con, self.gen, "fact_run_point", run_points, "build in (select build from touched_build)")
+        _show(con, "fact_run_point", run_points, "build in (select build from touched_build)")
         # A main-branch or imported row stands for its version's release build.
         where = "source <> 'gh-pages' and liger_version in (select build from touched_build)"
-        _show(con, self.gen, "fact_result", self.gen.parts("fact_result"), where)
+        _show(con, "fact_result", self.gen.parts("fact_result"), where)
         found = _derive(con, "fact_build_point")
         for table in ("fact_result", "fact_run_point"):
             con.execute(table_view_sql(self.gen, table))

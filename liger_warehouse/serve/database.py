@@ -33,7 +33,7 @@ from liger_warehouse.store.objectstore import ImmutableReadCache
 from liger_warehouse.store.storage import Storage
 
 if TYPE_CHECKING:
-    from liger_warehouse.store.generations import Generation, GenerationStore
+    from liger_warehouse.store.generations import Generation, GenerationStore, Part
 
 # Reading commands (`sql`, `regressions`) open the views through this module and start in a
 # fraction of a second: what only building views needs (PyArrow, via the table schemas and the
@@ -80,13 +80,17 @@ def _empty_select(table: str) -> str:
     return "select " + ", ".join(f'cast(null as {kind}) as "{name}"' for name, kind in columns) + " where false"
 
 
+def parts_select(table: str, parts: Sequence[Part]) -> str:
+    """A select of the rows of ``table``'s ``parts``, named relative to the warehouse root."""
+    if not parts:
+        return _empty_select(table)
+    files = ", ".join(f"warehouse_file({_quote(p.file)})" for p in parts)
+    return f"select * from read_parquet([{files}])"
+
+
 def table_view_sql(gen: Generation, table: str) -> str:
-    """The view of ``table``: its parts, named relative to the warehouse root."""
-    keys = [p.file for p in gen.parts(table)]
-    if not keys:
-        return f"create or replace view {table} as {_empty_select(table)}"
-    files = ", ".join(f"warehouse_file({_quote(k)})" for k in keys)
-    return f"create or replace view {table} as select * from read_parquet([{files}])"
+    """The view of ``table``: the parts generation ``gen`` holds."""
+    return f"create or replace view {table} as {parts_select(table, gen.parts(table))}"
 
 
 class MissingViews(RuntimeError):
@@ -263,15 +267,16 @@ def read_only_statements(sql: str) -> list[duckdb.Statement]:
 
 def _memory() -> dict[str, str]:
     """DuckDB's memory limit, and where it spills beyond it (local scratch, also for s3 roots)."""
-    spill = cache_dir() / "duckdb-spill"
-    spill.mkdir(parents=True, exist_ok=True)
-    limit = settings.current().duckdb_memory_limit or DEFAULT_MEMORY_LIMIT
-    return {"memory_limit": limit, "temp_directory": str(spill)}
-
-
-def cache_dir() -> Path:
-    """Local scratch space: ``$LIGER_WAREHOUSE_CACHE_DIR``, else ``$XDG_CACHE_HOME/liger-warehouse``."""
     s = settings.current()
+    spill = cache_dir(s) / "duckdb-spill"
+    spill.mkdir(parents=True, exist_ok=True)
+    return {"memory_limit": s.duckdb_memory_limit or DEFAULT_MEMORY_LIMIT, "temp_directory": str(spill)}
+
+
+def cache_dir(s: settings.Settings | None = None) -> Path:
+    """Local scratch space: ``$LIGER_WAREHOUSE_CACHE_DIR``, else ``$XDG_CACHE_HOME/liger-warehouse``
+    (of ``s``, when the caller has the settings already)."""
+    s = s or settings.current()
     base = s.cache_dir or os.path.join(s.xdg_cache_home or "~/.cache", "liger-warehouse")
     return Path(base).expanduser()
 
