@@ -69,7 +69,8 @@ def refresh(warehouse: WarehouseOpt = None, upstream: UpstreamOpt = None) -> Non
         raise typer.Exit(3) from None
     started = time.monotonic()
     with lock:
-        if _upstream_unchanged(gens, upstream):
+        if (unchanged := _listing_as_published(gens, upstream)) is not None:
+            _record_listing(*unchanged, gens.storage)
             _say_nothing_new(gens, time.monotonic() - started)
             return
         result, warnings = run_job("refresh", gens.storage, upstream=upstream)
@@ -79,9 +80,10 @@ def refresh(warehouse: WarehouseOpt = None, upstream: UpstreamOpt = None) -> Non
         raise typer.Exit(1)
 
 
-def _upstream_unchanged(gens: GenerationStore, upstream: str | None) -> bool:
-    """Whether upstream lists exactly what the published generation holds and its views and
-    schema are current: then the refresh job would skip every step after its listing.
+def _listing_as_published(gens: GenerationStore, upstream: str | None) -> tuple[str, int] | None:
+    """Upstream (as described) and how many revisions it lists, when it lists exactly what the
+    published generation holds and its views and schema are current: then the refresh job would
+    skip every step after its listing. None otherwise.
 
     The listing is tried once, with a short timeout: on any doubt (nothing published, a listing
     that fails) the job runs, and it retries and reports as usual.
@@ -95,10 +97,10 @@ def _upstream_unchanged(gens: GenerationStore, upstream: str | None) -> bool:
 
     current = gens.current_id()
     if current is None or shown_generation(gens.storage, database_path(gens.storage)) != current:
-        return False
+        return None
     gen = gens.load(current)
     if gen.schema_version != SCHEMA_VERSION:
-        return False
+        return None
     settings = settings_from_env(upstream)
     once = replace(settings.policy, max_attempts=1, timeout=min(settings.policy.timeout, PREFLIGHT_TIMEOUT))
     try:
@@ -106,12 +108,11 @@ def _upstream_unchanged(gens: GenerationStore, upstream: str | None) -> bool:
             source = open_upstream(replace(settings, policy=once), gens.storage)
             listing = source.list()
     except Exception:
-        return False
+        return None
     revisions = gens.read_table(gen, "dim_upstream_revision", ["revision_digest", "is_upstream"])
     if not upstream_as_published(revisions, gens.read_table(gen, "golden_commit", ["content_digest"]), listing):
-        return False
-    _record_listing(source.describe(), len(listing.revisions), gens.storage)
-    return True
+        return None
+    return source.describe(), len(listing.revisions)
 
 
 def _record_listing(upstream: str, listed: int, storage: Storage) -> None:
