@@ -25,6 +25,8 @@ The same model SQL runs in both cases, over views narrowed to the touched parts 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from functools import cache
 from hashlib import sha256
@@ -78,10 +80,20 @@ def _derive(con: duckdb.DuckDBPyConnection, name: str) -> pa.Table:
     return _sorted(name, data.select(SCHEMAS[name].names).cast(SCHEMAS[name]))
 
 
-def _show(con: duckdb.DuckDBPyConnection, table: str, parts: list[Part], where: str = "") -> None:
-    """Make ``table`` on ``con`` read ``parts`` (rows matching ``where``, when given)."""
-    select = parts_select(table, parts)
-    con.execute(f"create or replace view {table} as select * from ({select}) where {where or 'true'}")
+@contextmanager
+def _narrowed(
+    con: duckdb.DuckDBPyConnection, gen: Generation, views: dict[str, tuple[list[Part], str]]
+) -> Iterator[None]:
+    """Within the block, each table of ``views`` on ``con`` reads only the given parts (and rows
+    matching the given condition, when not empty); after it, all of ``gen``'s parts again."""
+    for table, (parts, where) in views.items():
+        select = parts_select(table, parts)
+        con.execute(f"create or replace view {table} as select * from ({select}) where {where or 'true'}")
+    try:
+        yield
+    finally:
+        for table in views:
+            con.execute(table_view_sql(gen, table))
 
 
 def _digest(*values: object) -> str:
@@ -123,9 +135,9 @@ class _Incremental:
         parts = {run: held[(run, file)] for run, file in wanted.items() if (run, file) in held}
         todo = sorted(set(wanted) - set(parts))
         if todo:
-            _show(con, "fact_result", [p for p in self.gen.parts("fact_result") if p.key in todo])
-            data = _derive(con, "fact_run_point")
-            con.execute(table_view_sql(self.gen, "fact_result"))
+            runs = [p for p in self.gen.parts("fact_result") if p.key in todo]
+            with _narrowed(con, self.gen, {"fact_result": (runs, "")}):
+                data = _derive(con, "fact_run_point")
             offset = 0  # rows sorted by run: one slice per run
             for count in pc.value_counts(data["run"]).to_pylist():
                 run, rows = count["values"], data.slice(offset, count["counts"])
@@ -140,9 +152,8 @@ class _Incremental:
         if not self.new_files:
             return self.prior.parts("dim_series")
         held = self.gens.read_table(self.prior, "dim_series").cast(SCHEMAS["dim_series"])
-        _show(con, "fact_result", self.new_files)
-        found = _derive(con, "dim_series")
-        con.execute(table_view_sql(self.gen, "fact_result"))
+        with _narrowed(con, self.gen, {"fact_result": (self.new_files, "")}):
+            found = _derive(con, "dim_series")
         added = found.filter(pc.invert(pc.is_in(found["series_digest"], held["series_digest"])))
         return [self.content_part("dim_series", _sorted("dim_series", pa.concat_tables([held, added])))]
 
@@ -156,13 +167,16 @@ class _Incremental:
         held = self.gens.read_table(self.prior, "fact_build_point").cast(SCHEMAS["fact_build_point"])
         kept = held.filter(pc.invert(pc.is_in(held["build"], touched)))
         con.register("touched_build", pa.table({"build": touched}))
-        _show(con, "fact_run_point", run_points, "build in (select build from touched_build)")
-        # A main-branch or imported row stands for its version's release build.
-        where = "source <> 'gh-pages' and liger_version in (select build from touched_build)"
-        _show(con, "fact_result", self.gen.parts("fact_result"), where)
-        found = _derive(con, "fact_build_point")
-        for table in ("fact_result", "fact_run_point"):
-            con.execute(table_view_sql(self.gen, table))
+        views = {
+            "fact_run_point": (run_points, "build in (select build from touched_build)"),
+            # A main-branch or imported row stands for its version's release build.
+            "fact_result": (
+                self.gen.parts("fact_result"),
+                "source <> 'gh-pages' and liger_version in (select build from touched_build)",
+            ),
+        }
+        with _narrowed(con, self.gen, views):
+            found = _derive(con, "fact_build_point")
         rows = pa.concat_tables([kept, found.filter(pc.is_in(found["build"], touched))])
         return [self.content_part("fact_build_point", _sorted("fact_build_point", rows))]
 
