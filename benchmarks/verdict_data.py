@@ -18,14 +18,14 @@ from liger_warehouse.analysis.derived import model_sql
 from liger_warehouse.serve.database import open_duckdb
 from liger_warehouse.store.storage import Storage
 
-# The run steps whose later run upstream lists before {run}.
-EARLIER_STEPS = """
+# The run steps whose later run upstream lists before {run} ({op} is <), or up to it (<=).
+STEPS_UNTIL = """
 create or replace view run_steps as
 select * from run_steps_all
 where pair.head_key in (
     select run from dim_upstream_revision
     where source = 'gh-pages'
-        and seq < (select min(seq) from dim_upstream_revision where source = 'gh-pages' and run = {run})
+        and seq {op} (select min(seq) from dim_upstream_revision where source = 'gh-pages' and run = {run})
 )
 """
 
@@ -140,6 +140,12 @@ class Setting:
     overrides: tuple[tuple[str, float], ...] = ()
 
 
+# The significance dial of the new rule, from the threshold alone (0) to stricter than the default
+# (5): its recall against false alarms, to set beside each anchor rule's (benchmarks/verdict_curve.py).
+OPERATING = tuple(
+    Setting(f"significance {v:g}", (("significance", v),)) for v in (0, 0.5, 1, 1.5, 2, 2.5, 3, 3.5, 4, 4.5, 5, 6, 7, 8)
+)
+
 SENSITIVITY = (
     Setting("defaults"),
     *(Setting(f"significance {v:g}", (("significance", v),)) for v in (4.0, 6.0)),
@@ -166,19 +172,21 @@ class Scratch:
         self.con.execute("create table run_steps_all as select * from run_steps")
         self.con.execute("drop view fact_series_noise")
 
-    def recompute(self, overrides: dict[str, float], before_run: str | None = None) -> None:
+    def recompute(self, overrides: dict[str, float], until_run: str | None = None, including: bool = False) -> None:
         """Replace ``verdict_rule()`` by the defaults with ``overrides`` and rebuild the series noise
-        from the run steps; with ``before_run``, from the steps between runs upstream lists
-        before that run only (the noise a refresh on that day would have computed).
-        Another ``sweep_quantile`` comes with its matching ``sweep_scale``.
+        from the run steps; with ``until_run``, from the steps between runs upstream lists before
+        that run only (the noise of a run it has never seen), or, ``including`` it, up to that run
+        (the noise the refresh that brought the run computed). Another ``sweep_quantile`` comes with
+        its matching ``sweep_scale``.
         """
         rule = {**self.defaults, **overrides}
         if "sweep_quantile" in overrides:  # read against the matching scale of the normal
             rule["sweep_scale"] = float(norm.ppf((1 + float(overrides["sweep_quantile"])) / 2))
         body = ", ".join(f"'{name}': {_literal(value)}" for name, value in rule.items())
         self.con.execute(f"create or replace macro verdict_rule() as {{{body}}}")
-        if before_run:
-            self.con.execute(EARLIER_STEPS.format(run="'" + before_run.replace("'", "''") + "'"))
+        if until_run:
+            run = "'" + until_run.replace("'", "''") + "'"
+            self.con.execute(STEPS_UNTIL.format(op="<=" if including else "<", run=run))
         else:
             self.con.execute("create or replace view run_steps as select * from run_steps_all")
         self.con.execute(f"create or replace table fact_series_noise as {model_sql('fact_series_noise')}")

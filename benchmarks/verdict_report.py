@@ -6,17 +6,17 @@ from __future__ import annotations
 import os
 import platform
 from collections import Counter
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import altair as alt
 import duckdb
 
+from benchmarks import verdict_curve
 from benchmarks.verdict_data import SENSITIVITY
 from benchmarks.verdict_inject import DRIFT, FASTER, FASTER_SHARE, SCOPES, SLOWER, SLOWER_SHARE
 from benchmarks.verdict_rules import ANCHOR_RULES
+from benchmarks.verdict_tally import NEW, Share, coverage, flagged, inconclusive, pooled, recall, table
 from liger_warehouse.report.build import vl_version
 from liger_warehouse.report.png import render
 
@@ -26,65 +26,12 @@ if TYPE_CHECKING:
 HEADING = "## How well it works"
 BEGIN, END = "<!-- verdict-benchmark:begin -->", "<!-- verdict-benchmark:end -->"
 PLOT = "verdicts-benchmark.png"
-NEW = "new rule"
+AS_OF_HEAD = "new rule, noise as of the judged run"
 HELD_OUT = "new rule, noise from earlier runs only"
-RULES = (*ANCHOR_RULES, NEW, HELD_OUT)
-PLOTTED = (*ANCHOR_RULES, NEW)
-COLOURS = ["#4c78a8", "#f58518", "#e45756", "#72b7b2", "#54a24b", "#000000"]  # the new rule in black
-FLAGGED = ("regression", "improvement")
-RIGHT = {("slower", "regression"), ("faster", "improvement")}
+RULES = (*ANCHOR_RULES, NEW, AS_OF_HEAD, HELD_OUT)
 # Targets of issue 12 (shares)
 MAX_FLAGGED, MAX_INCONCLUSIVE, MIN_RECALL, MAX_UNTOUCHED_FLAGGED = 0.01, 0.20, 0.75, 0.02
 MAX_LATENCY = 1.0  # seconds: "well under a second"
-
-
-@dataclass(frozen=True)
-class Share:
-    part: int
-    whole: int
-
-    @property
-    def value(self) -> float:
-        return self.part / self.whole if self.whole else float("nan")
-
-    def __str__(self) -> str:
-        return "-" if not self.whole else f"{100 * self.value:.1f}%"
-
-
-def pooled(
-    results: Results, experiment: str, rule: str, drift: float | None = None, pair: str | None = None
-) -> Counter:
-    """The tallies of ``rule`` summed over the seeds (and pairs, unless ``pair``)."""
-    total: Counter = Counter()
-    for r in results.records:
-        if (r.experiment, r.rule) == (experiment, rule) and drift in (None, r.drift) and pair in (None, r.pair):
-            total.update(r.tally)
-    return total
-
-
-def flagged(tally: Counter, truth: str = "untouched") -> Share:
-    whole = sum(n for (_, t, _), n in tally.items() if t == truth)
-    return Share(sum(n for (_, t, v), n in tally.items() if t == truth and v in FLAGGED), whole)
-
-
-def inconclusive(tally: Counter, truth: str = "untouched") -> Share:
-    whole = sum(n for (_, t, _), n in tally.items() if t == truth)
-    return Share(sum(n for (_, t, v), n in tally.items() if t == truth and v == "inconclusive"), whole)
-
-
-def recall(tally: Counter, metric: str | None = None) -> Share:
-    injected = {k: n for k, n in tally.items() if k[1] != "untouched" and metric in (None, k[0])}
-    return Share(sum(n for (_, t, v), n in injected.items() if (t, v) in RIGHT), sum(injected.values()))
-
-
-def coverage(tally: Counter) -> Share:
-    judged = sum(n for (_, _, v), n in tally.items() if v not in ("inconclusive", "not judged"))
-    return Share(judged, sum(tally.values()))
-
-
-def _table(header: list[str], rows: list[list[str]]) -> list[str]:
-    align = ["---"] + ["---:"] * (len(header) - 1)
-    return ["| " + " | ".join(header) + " |", "|" + "|".join(align) + "|", *("| " + " | ".join(r) + " |" for r in rows)]
 
 
 def _new(rule: str) -> bool:
@@ -105,7 +52,7 @@ def false_positive_table(results: Results) -> list[str]:
             t = pooled(results, "identical", rule, pair=pair)
             row += [_with_count(flagged(t)), _with_count(inconclusive(t)) if _new(rule) else "-"]
         rows.append(row)
-    return _table(header, rows)
+    return table(header, rows)
 
 
 def _each(results: Results, experiment: str, rule: str, drift: float) -> list[Record]:
@@ -135,7 +82,7 @@ def recall_table(results: Results, scope: str) -> list[str]:
                 str(inconclusive(t)) if _new(rule) else "-",
             ]
         rows.append(row)
-    return _table(header, rows)
+    return table(header, rows)
 
 
 def coverage_table(results: Results) -> list[str]:
@@ -143,7 +90,7 @@ def coverage_table(results: Results) -> list[str]:
         [rule] + [str(coverage(pooled(results, experiment, rule))) for experiment in ("identical", *SCOPES)]
         for rule in RULES
     ]
-    return _table(["rule", "identical pairs", "workload injections", "sweep injections"], rows)
+    return table(["rule", "identical pairs", "workload injections", "sweep injections"], rows)
 
 
 def sensitivity_table(results: Results) -> list[str]:
@@ -165,14 +112,14 @@ def sensitivity_table(results: Results) -> list[str]:
                 str(flagged(drift)),
             ]
         rows.append(row)
-    return _table(header, rows)
+    return table(header, rows)
 
 
 def latency_table(results: Results) -> list[str]:
     rows = []
     for t in results.latency:
         rows.append([f"`{t.view}`", f"{t.rows:,}", _ms(t.fresh), _spread(t.fresh), _ms(t.warm), _spread(t.warm)])
-    return _table(["query", "rows", "fresh median", "fresh spread", "warm median", "warm spread"], rows)
+    return table(["query", "rows", "fresh median", "fresh spread", "warm median", "warm spread"], rows)
 
 
 def _ms(seconds: list[float]) -> str:
@@ -214,19 +161,21 @@ def _target_rows(results: Results, rule: str) -> list[tuple[str, Share, str]]:
     return rows
 
 
+TARGET_RULES = (NEW, AS_OF_HEAD, HELD_OUT)
+
+
 def targets_table(results: Results) -> list[str]:
+    columns = [_target_rows(results, rule) for rule in TARGET_RULES]
     rows = [
-        [target, str(share), verdict, str(held_share), held_verdict]
-        for (target, share, verdict), (_, held_share, held_verdict) in zip(
-            _target_rows(results, NEW), _target_rows(results, HELD_OUT), strict=True
-        )
+        [each[0][0]] + [cell for _, share, verdict in each for cell in (str(share), verdict)]
+        for each in zip(*columns, strict=True)
     ]
     for t in results.latency:
         warm = sorted(t.warm)[len(t.warm) // 2]
-        rows.append(
-            [f"`{t.view}` well under 1 s (warm)", _ms(t.warm), _goal(warm < MAX_LATENCY, warm - 1, " s"), "", ""]
-        )
-    return _table(["target", "new rule", "", "noise from earlier runs only", ""], rows)
+        rows.append([f"`{t.view}` well under 1 s (warm)", _ms(t.warm), _goal(warm < MAX_LATENCY, warm - 1, " s")]
+                    + [""] * 2 * (len(TARGET_RULES) - 1))  # fmt: skip
+    header = ["target", NEW, "", "noise as of the judged run", "", "noise from earlier runs only", ""]
+    return table(header, rows)
 
 
 def _fewer(new: Counter, anchor: Counter) -> bool:
@@ -262,60 +211,7 @@ def against_anchors_table(results: Results) -> list[str]:
                     _beaten(new, anchor),
                 ]
         rows.append(row)
-    return _table(header, rows)
-
-
-def plot(results: Results) -> alt.Chart:
-    """Recall against false alarms (untouched series flagged in the same comparison), per rule
-    and injection scenario; the x axis is logarithmic, and 0 is drawn at 0.1%."""
-    points = []
-    for rule in PLOTTED:
-        for scope in SCOPES:
-            for drift in (1.0, DRIFT):
-                t = pooled(results, scope, rule, drift)
-                scenario = f"{scope}" + (", no drift" if drift == 1.0 else f", x{drift:g} host drift")
-                alarms = flagged(t).value
-                points.append(
-                    {
-                        "rule": rule,
-                        "scenario": scenario,
-                        "false alarms": max(alarms, 0.001),
-                        "false alarms (measured)": alarms,
-                        "recall": recall(t).value,
-                    }
-                )
-    base = alt.Chart(alt.Data(values=points))
-    x = alt.X(
-        "false alarms:Q",
-        scale=alt.Scale(type="log", domain=[0.001, 1]),
-        axis=alt.Axis(format="%"),
-        title="untouched series flagged (log)",
-    )
-    y = alt.Y(
-        "recall:Q",
-        scale=alt.Scale(domain=[0, 1]),
-        axis=alt.Axis(format="%"),
-        title="injected series called in the right direction",
-    )
-    dots = base.mark_point(size=90, filled=True).encode(
-        x=x,
-        y=y,
-        color=alt.Color("rule:N", scale=alt.Scale(domain=list(PLOTTED), range=COLOURS)),
-        shape="scenario:N",
-        tooltip=[
-            "rule:N",
-            "scenario:N",
-            alt.Tooltip("false alarms (measured):Q", format=".2%"),
-            alt.Tooltip("recall:Q", format=".1%"),
-        ],
-    )
-    target = (
-        alt.Chart(alt.Data(values=[{"x": 0.001, "x2": 0.02, "y": 0.75, "y2": 1.0}]))
-        .mark_rect(opacity=0.12, color="green")
-        .encode(x="x:Q", x2="x2:Q", y="y:Q", y2="y2:Q")
-    )
-    title = "Verdict rules on injected changes: recall against false alarms (target: shaded)"
-    return (target + dots).properties(width=520, height=340, title=title)
+    return table(header, rows)
 
 
 def _machine(load: float) -> str:
@@ -377,10 +273,12 @@ def section(results: Results, load: float, command: str) -> str:
         "runs, so the judged step is part of it: the base → head step of an identical pair, and for an injected "
         "copy (the newest run) one step that is the injected change itself (for a copy of `7644a0f`, a step of "
         "exactly 0 for every untouched series, which makes their noise look smaller); for a pair that is not the "
-        "newest, the noise also reads the runs that came after it. The rows *new rule, "
-        "noise from earlier runs only* recompute each series' noise, in a scratch copy of `liger.duckdb`, from "
-        "the run steps before the judged run only: the noise a refresh on that day would have had, judging a run "
-        "it has never seen. The anchor rules never see the head: their history ends at the base run.",
+        "newest, the noise also reads the runs that came after it. Two more readings recompute each series' noise, "
+        "in a scratch copy of `liger.duckdb`: *noise as of the judged run* from the run steps up to and including "
+        "the judged run (what the nightly refresh that brought that run computed before it judged it; for the "
+        "newest run this is the published noise), and *noise from earlier runs only* from the steps before it "
+        "(the noise of a run it has never seen). The anchor rules never see the head: their history ends at the "
+        "base run.",
         "",
         "The anchor rules:",
         "",
@@ -423,12 +321,28 @@ def section(results: Results, load: float, command: str) -> str:
         "",
         *targets_table(results),
         "",
-        "### The new rule against each anchor rule",
+        "### The new rule against each anchor rule, at its defaults",
         "",
         "*Fewer*: the new rule flags fewer series on the identical pairs. *Beaten*: in that injection scenario the "
         "new rule flags fewer untouched series at equal or better recall.",
         "",
         *against_anchors_table(results),
+        "",
+        "### The significance dial",
+        "",
+        "The new rule with `significance` (how many noise scales a change must stand out by) from 0 (the "
+        "threshold and the drift alone) to 8, each series' noise as published; 5 is the default. Flagged shares "
+        "of the identical pairs are pooled over both pairs.",
+        "",
+        *verdict_curve.dial_table(results),
+        "",
+        "### At equal recall",
+        "",
+        "Each anchor rule beside the new rule at the setting of its dial that reaches the anchor's recall with the "
+        "fewest untouched series flagged. *Beaten*: that setting flags fewer untouched series and fewer series of "
+        "the identical pairs than the anchor does.",
+        "",
+        *verdict_curve.at_equal_recall_table(results),
         "",
         f"![recall against false alarms per rule]({PLOT})",
         "",
@@ -473,6 +387,12 @@ def summary(results: Results) -> str:
         "Sensitivity",
         *sensitivity_table(results),
         "",
+        "Significance dial",
+        *verdict_curve.dial_table(results),
+        "",
+        "At equal recall",
+        *verdict_curve.at_equal_recall_table(results),
+        "",
         "Latency",
         *latency_table(results),
         "",
@@ -495,4 +415,4 @@ def replace_section(text: str, new: str) -> str:
 
 def write(results: Results, doc: Path, load: float, command: str) -> None:
     doc.write_text(replace_section(doc.read_text(), section(results, load, command)))
-    (doc.parent / PLOT).write_bytes(render(plot(results).to_dict(), vl_version(), 1.5))
+    (doc.parent / PLOT).write_bytes(render(verdict_curve.plot(results).to_dict(), vl_version(), 1.5))

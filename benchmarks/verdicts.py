@@ -14,8 +14,10 @@ the new rule, ``compare_runs`` of the warehouse:
   copy of the mirror as a new, newest gh-pages run, and a copy of the warehouse is refreshed
   over it by the real job, so the new rule judges it with the noise the refresh computed;
 * coverage: the series not ``inconclusive`` (nor left unjudged by an anchor rule);
-* the new rule again with each series' noise recomputed from the runs before the judged one, and
-  under other constants (``verdict_rule()``), in a scratch copy of ``liger.duckdb``;
+* the new rule again with each series' noise recomputed from the runs before the judged one, from
+  the runs up to it, and under other constants (``verdict_rule()``, among them the significance
+  dial from 0 to 8: the new rule's recall against false alarms), in a scratch copy of
+  ``liger.duckdb``;
 * ``compare_runs`` latency on the warehouse (fresh connection and warm, as
   ``benchmarks/view_latency.py`` measures views).
 
@@ -40,7 +42,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from benchmarks import verdict_report
-from benchmarks.verdict_data import SENSITIVITY, Scratch, comparison, new_rule, open_database, series
+from benchmarks.verdict_data import OPERATING, SENSITIVITY, Scratch, comparison, new_rule, open_database, series
 from benchmarks.verdict_inject import (
     DRIFT,
     SCOPES,
@@ -51,7 +53,7 @@ from benchmarks.verdict_inject import (
     mirror_with_run,
     refresh,
 )
-from benchmarks.verdict_report import HELD_OUT, NEW
+from benchmarks.verdict_report import AS_OF_HEAD, HELD_OUT, NEW
 from benchmarks.verdict_rules import ANCHOR_RULES, GOLDEN
 from benchmarks.view_latency import Timing, measure
 from liger_warehouse.upstream.sources import RUNS_PATH, run_path
@@ -111,9 +113,11 @@ def evaluate(
         verdicts[NEW] = new_rule(con, base, head)
     copy = Scratch(database, scratch / "scratch.duckdb")
     try:
-        copy.recompute({}, before_run=head)
+        copy.recompute({}, until_run=head)
         verdicts[HELD_OUT] = new_rule(copy.con, base, head)
-        for setting in SENSITIVITY:
+        copy.recompute({}, until_run=head, including=True)
+        verdicts[AS_OF_HEAD] = new_rule(copy.con, base, head)
+        for setting in {s.label: s for s in (*SENSITIVITY, *OPERATING)}.values():
             copy.recompute(dict(setting.overrides))
             verdicts[f"{NEW}: {setting.label}"] = new_rule(copy.con, base, head)
     finally:

@@ -84,7 +84,8 @@ def test_the_benchmark_runs_on_a_tiny_history_and_writes_its_section(tiny_histor
     assert text.startswith("# Verdicts\n\nkept as is\n\n") and "placeholder" not in text
     assert text.count(verdict_report.HEADING) == 1 and verdict_report.BEGIN in text and verdict_report.END in text
     for heading in ("False positives", "Recall: single workloads", "Recall: whole sweeps", "Coverage", "Targets",
-                    "Sensitivity to the constants", "`compare_runs` latency"):  # fmt: skip
+                    "Sensitivity to the constants", "`compare_runs` latency", "The significance dial",
+                    "At equal recall"):  # fmt: skip
         assert f"### {heading}" in text
     assert "`python -m benchmarks.verdicts --write --pairs bbbb007-v1.0.0:bbbb007 --seeds 1 --latency-runs 1`" in text
     assert "/tmp" not in text and str(tmp_path) not in text
@@ -96,7 +97,7 @@ def test_the_benchmark_runs_on_a_tiny_history_and_writes_its_section(tiny_histor
     assert results.default_mismatches == 0
     compared = len(_points(tiny_history, PAIR[0]).keys() & _points(tiny_history, PAIR[1]).keys())
     same = {r.rule: r.tally for r in results.records if r.experiment == "identical"}
-    assert set(same) >= {*verdicts.ANCHOR_RULES, verdicts.NEW, verdicts.HELD_OUT}
+    assert set(same) >= {*verdicts.ANCHOR_RULES, verdicts.NEW, verdicts.AS_OF_HEAD, verdicts.HELD_OUT}
     assert all(sum(t.values()) == compared for t in same.values())
     assert verdict_report.flagged(same["old rule"]).part == _old_rule_flags(tiny_history, *PAIR) > 0
 
