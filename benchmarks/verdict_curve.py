@@ -96,9 +96,12 @@ def at_equal_recall_table(results: Results) -> list[str]:
             points = dial(results, scope, drift)
             target = anchor(results, rule, scope, drift)
             new = at_equal_recall(points, target)
-            shown = [new.label.removeprefix("significance "), *map(str, (new.recall, new.untouched, new.identical))]
             row = [rule, scenario_name(scope, drift), *map(str, (target.recall, target.untouched, target.identical))]
-            rows.append(row + (shown if new else ["-"] * 4) + [beaten(new, target, points)])
+            if new is None:
+                row += ["-"] * 4
+            else:
+                row += [new.label.removeprefix("significance "), *map(str, (new.recall, new.untouched, new.identical))]
+            rows.append([*row, beaten(new, target, points)])
     return table(header, rows)
 
 
