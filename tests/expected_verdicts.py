@@ -332,6 +332,7 @@ class Noise:
     sweep_history: int  # distinct run steps of its sweep
     residual_pool: float
     sweep_pool: float
+    pooled: bool  # both pools of its kind exist
     residual_noise: float
     sweep_noise: float
 
@@ -376,6 +377,7 @@ def series_noise(mirror: Mirror) -> dict[Series, Noise]:
     for series in everything:
         history, sweep_history = len(steps.get(series, ())), len(sweep_shifts.get(series.sweep, ()))
         spread, shifts = residual_spread.get(series), sweep_spread.get(series.sweep)
+        kind_pooled = series.pool in residual_pool and series.pool in sweep_pool  # before indexing adds the kind
         out[series] = Noise(
             history=history,
             residual_spread=spread,
@@ -383,6 +385,7 @@ def series_noise(mirror: Mirror) -> dict[Series, Noise]:
             sweep_history=sweep_history,
             residual_pool=residual_pool[series.pool],
             sweep_pool=sweep_pool[series.pool],
+            pooled=kind_pooled,
             residual_noise=0.0 if series in alone else shrink(history, spread, residual_pool[series.pool]),
             sweep_noise=shrink(sweep_history, shifts, sweep_pool[series.pool]),
         )
@@ -404,8 +407,9 @@ def noise_scale(base: Point, head: Point) -> float:
 def verdict(parts: Parts, noise: Noise, unit: str, f: float, threshold: float) -> str:
     """regression or improvement: beyond the threshold raw, drift-adjusted and own, in one
     direction, and K noise scales out (the sweep's shift or this workload's residual);
-    unchanged: enough history and a change of max(T, E) ruled out, within the threshold or
-    DOUBT noise scales; else inconclusive."""
+    unchanged: a change of max(T, E) ruled out, and either within the threshold on noise that
+    stands on history (MIN_HISTORY steps, or one and the pools of its kind) or, with
+    MIN_HISTORY steps, within DOUBT noise scales; else inconclusive."""
     c, a, o, d, r = parts.change, parts.adjusted, parts.own, parts.sweep_own, parts.residual
     beyond = math.log1p(threshold)
     direction = sign(o)
@@ -418,8 +422,9 @@ def verdict(parts: Parts, noise: Noise, unit: str, f: float, threshold: float) -
             return "changed"
         return "regression" if direction > 0 else "improvement"
     ruled_out = abs(o) + CONFIDENCE_Z * noise.noise * f <= math.log1p(max(threshold, EQUIVALENCE))
-    not_suspicious = abs(o) <= beyond or abs(o) < DOUBT * noise.noise * f
-    if noise.history >= MIN_HISTORY and ruled_out and not_suspicious:
+    enough = noise.history >= MIN_HISTORY
+    within = abs(o) <= beyond and (enough or (noise.history >= 1 and noise.pooled))
+    if ruled_out and (within or (enough and abs(o) < DOUBT * noise.noise * f)):
         return "unchanged"
     return "inconclusive"
 

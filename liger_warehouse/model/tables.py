@@ -285,6 +285,7 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("sweep_history", pa.int64()),
             ("residual_pool", pa.float64()),
             ("sweep_pool", pa.float64()),
+            ("pooled", pa.bool_()),
             ("noise", pa.float64()),
             ("detectable_change", pa.float64()),
         ]

@@ -10,7 +10,8 @@
 -- weight of `verdict_rule().prior_steps` run steps, so a short or lucky history does not make a
 -- series look quieter than its kind. `noise` combines them; `detectable_change` is the smallest
 -- change that one run against one run calls whether it moves the whole sweep or this workload
--- alone (significance x the larger of the two); `history` counts the run steps. A series
+-- alone (significance x the larger of the two); `history` counts the run steps; `pooled` says
+-- both pools of its kind exist (some series of the kind has `min_history` steps). A series
 -- without gh-pages history gets the pooled noise and a history of 0.
 -- reads: dim_series, run_steps, verdict_rule
 with step as (
@@ -104,6 +105,7 @@ select
     coalesce(sweep_history, 0) as sweep_history,
     residual_pool,
     sweep_pool,
+    residual_pool is not null and sweep_pool is not null as pooled,
     sqrt(residual_noise ^ 2 + sweep_noise ^ 2) as noise,
     exp(verdict_rule().significance * greatest(residual_noise, sweep_noise)) - 1 as detectable_change
 from shrunk;

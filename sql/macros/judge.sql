@@ -12,6 +12,7 @@ with judged as (
     select
         d.*,
         n.history,
+        n.pooled,
         n.residual_noise,
         n.sweep_noise,
         n.detectable_change,
@@ -22,7 +23,7 @@ with judged as (
     join dim_series as s using (series_digest)
 )
 select
-    * exclude (unit),
+    * exclude (unit, pooled),
     exp(change_log) - 1 as change,
     exp(change_log - own_log) - 1 as drift,
     exp(own_log) - 1 as adjusted_change,
@@ -32,6 +33,6 @@ select
     threshold as threshold,
     verdict(
         change_log, adjusted_log, own_log, sweep_own_log, residual_log,
-        sweep_noise, residual_noise, history, noise_scale, unit, threshold
+        sweep_noise, residual_noise, history, pooled, noise_scale, unit, threshold
     ) as verdict
 from judged;

@@ -7,14 +7,16 @@
 --   * it stands out from the noise: its sweep shifted by `significance` times the sweep noise,
 --     or this workload moved against its sweep by `significance` times its own noise (both
 --     scaled for the runs on each side).
--- It is 'unchanged' when the series has `min_history` run steps, a change larger than
--- max(threshold, equivalence) is ruled out at the rule's confidence, and the change is within
--- the threshold or within `doubt` noise scales; else 'inconclusive'.
+-- It is 'unchanged' when a change larger than max(threshold, equivalence) is ruled out at the
+-- rule's confidence, and either the change is within the threshold and the noise stands on
+-- history (`min_history` run steps of the series, or at least one and the pools of its kind:
+-- `pooled`), or the series has `min_history` run steps and the change is within `doubt` noise
+-- scales; else 'inconclusive'.
 -- Lower is better for time and memory; a unit of unknown direction gives 'changed'.
 -- reads: lower_is_better, verdict_rule
 create or replace macro verdict(
     change_log, adjusted_log, own_log, sweep_own_log, residual_log,
-    sweep_noise, residual_noise, history, noise_scale, unit, threshold
+    sweep_noise, residual_noise, history, pooled, noise_scale, unit, threshold
 ) as
     case
         when own_log is null then null
@@ -34,12 +36,13 @@ create or replace macro verdict(
                 when (own_log > 0) = lower_is_better(unit) then 'regression'
                 else 'improvement'
             end
-        when history >= verdict_rule().min_history
-            and abs(own_log) + verdict_rule().confidence_z * sqrt(sweep_noise ^ 2 + residual_noise ^ 2) * noise_scale
+        when abs(own_log) + verdict_rule().confidence_z * sqrt(sweep_noise ^ 2 + residual_noise ^ 2) * noise_scale
                 <= ln(1 + greatest(threshold, verdict_rule().equivalence))
             and (
-                abs(own_log) <= ln(1 + threshold)
-                or abs(own_log) < verdict_rule().doubt * sqrt(sweep_noise ^ 2 + residual_noise ^ 2) * noise_scale
+                (abs(own_log) <= ln(1 + threshold)
+                    and (history >= verdict_rule().min_history or (history >= 1 and pooled)))
+                or (history >= verdict_rule().min_history
+                    and abs(own_log) < verdict_rule().doubt * sqrt(sweep_noise ^ 2 + residual_noise ^ 2) * noise_scale)
             )
             then 'unchanged'
         else 'inconclusive'

@@ -9,7 +9,8 @@
 --   sweep_quantile  a sweep's noise is read from this quantile of its historical shifts ...
 --   sweep_scale   ... divided by this: the (1 + sweep_quantile) / 2 quantile of the standard
 --                 normal, so that it estimates a standard deviation (a test keeps the two in step)
---   min_history   fewer run steps than this and a series is never called `unchanged`
+--   min_history   fewer run steps than this and a series is `unchanged` only within the threshold,
+--                 with at least one run step and the pools of its kind
 --   speedup_z     a speedup wins when it is this many times its pairing's noise from 1
 --   recent_runs   `compare_runs` also judges the head against the median of the base run and
 --                 the runs before it, this many in all (a run's recent level)
