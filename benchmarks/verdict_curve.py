@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
 DEFAULT = "significance 5"  # verdict_rule().significance
 SCENARIOS = tuple((scope, drift) for scope in SCOPES for drift in (1.0, DRIFT))
+DIAL_POINT = alt.OverlayMarkDef(color="black", size=20)
 COLOURS = ["#4c78a8", "#f58518", "#e45756", "#72b7b2", "#54a24b", "#000000"]  # the new rule in black
 
 
@@ -134,7 +135,7 @@ def plot(results: Results) -> alt.Chart:
         .mark_rect(opacity=0.12, color="green")
         .encode(x="x:Q", x2="x2:Q", y="y:Q", y2="y2:Q")
     )
-    curve = base.transform_filter(alt.datum.rule == NEW).mark_line(point=True, color="black", strokeWidth=1)
+    curve = base.transform_filter(alt.datum.rule == NEW).mark_line(point=DIAL_POINT, color="black", strokeWidth=1)
     dots = base.transform_filter(alt.datum.kind == "default").mark_point(size=110, filled=True)
     layers = alt.layer(target, curve.encode(tooltip=tooltip), dots.encode(color=colour, tooltip=tooltip))
     return layers.properties(width=300, height=220).facet(
