@@ -106,7 +106,7 @@ class GenerationBuilder:
         self.summary.warnings += [f"GPU {g!r} is not in the GPU catalog" for g in sorted(self.dims.unknown_gpus)]
         if not (assembler.changed or self.rederive):
             return None
-        assembler.gen.summary = assembler.summary_dict(self.migration, withdraw)
+        assembler.gen.summary = assembler.summary_dict(self.migration, withdraw, self.rederive)
         failpoint("staging")
         self.gens.stage(assembler.gen)
         return assembler.gen

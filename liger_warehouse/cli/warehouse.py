@@ -231,6 +231,8 @@ def _summary_table(gens: GenerationStore, seconds: float) -> Table:
         str(summary.get("results_removed", 0)),
         f"{seconds:.1f}s",
     )
+    if summary.get("rederived"):
+        table.caption = "the derived tables and views were derived again: sql/ changed since the last publish"
     return table
 
 
