@@ -203,6 +203,14 @@ def _carried(prior: Generation, table: str) -> bool:
     return len(parts) == 1 and parts[0].key == derivation_version()
 
 
+def derived_current(gen: Generation) -> bool:
+    """Whether ``gen``'s derived tables were derived by this code's SQL. After an upgrade that
+    changed ``sql/``, they were not: the next refresh stages a generation to derive them again,
+    even when upstream holds nothing new. (``fact_run_point`` parts are keyed by run; the SQL is
+    in their names, and they are derived with the others.)"""
+    return all(_carried(gen, name) for name in SQL_MODELS if name != "fact_run_point")
+
+
 def _sorted(name: str, data: pa.Table) -> pa.Table:
     """In ``ORDER``, in one chunk: the same rows are the same bytes however they were put together."""
     return data.sort_by([(column, "ascending") for column in ORDER[name]]).combine_chunks()

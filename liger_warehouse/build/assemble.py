@@ -152,9 +152,9 @@ class GenerationAssembler:
         self.gen.tables[table] = [self.gens.write_part(table, "all", self.gen.id, data)]
         self.changed = True
 
-    def summary_dict(self, migration: dict | None, withdrawn: str | None) -> dict:
-        """The generation's summary: what ``Summary`` holds, row counts, and the migration or
-        withdrawal it carries."""
+    def summary_dict(self, migration: dict | None, withdrawn: str | None, rederived: bool = False) -> dict:
+        """The generation's summary: what ``Summary`` holds, row counts, the migration or
+        withdrawal it carries, and whether it was staged to derive its tables again."""
         s = self.summary
         return {
             "revisions_ingested": len(s.revisions),
@@ -169,6 +169,7 @@ class GenerationAssembler:
             "row_counts": {t: self.gen.rows(t) for t in INGESTED},
             **({"migration": migration} if migration else {}),
             **({"withdrawn": withdrawn} if withdrawn else {}),
+            **({"rederived": True} if rederived else {}),
         }
 
 

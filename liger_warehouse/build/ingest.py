@@ -41,7 +41,8 @@ class GenerationBuilder:
     published itself; the new generation then carries the migration and replaces the published one.
 
     ``rows`` reads the records of new revisions: upstream CSV files unless a source of another
-    format says otherwise (the kernelindex importer)."""
+    format says otherwise (the kernelindex importer). ``rederive`` stages a generation even when
+    upstream holds nothing new, for the later steps to derive its tables again."""
 
     def __init__(
         self,
@@ -50,6 +51,7 @@ class GenerationBuilder:
         now: datetime | None = None,
         base: Generation | None = None,
         rows: RowSource | None = None,
+        rederive: bool = False,
     ) -> None:
         self.gens = gens
         self.raw = raw
@@ -65,6 +67,7 @@ class GenerationBuilder:
         )
         # A migration is published even when upstream holds nothing new.
         self.assembler = GenerationAssembler(gens, self.prior, gen, changed=base is not None)
+        self.rederive = rederive
         self.summary: Summary = self.assembler.summary
         revisions = gens.read_table(self.prior, "dim_upstream_revision").to_pylist()
         self.revisions: dict[str, dict] = {r["revision_digest"]: r for r in revisions}
@@ -101,9 +104,9 @@ class GenerationBuilder:
         assembler.write_golden(listing.golden_commits)
         self.summary.warnings += listing.problems
         self.summary.warnings += [f"GPU {g!r} is not in the GPU catalog" for g in sorted(self.dims.unknown_gpus)]
-        if not assembler.changed:
+        if not (assembler.changed or self.rederive):
             return None
-        assembler.gen.summary = assembler.summary_dict(self.migration, withdraw)
+        assembler.gen.summary = assembler.summary_dict(self.migration, withdraw, self.rederive)
         failpoint("staging")
         self.gens.stage(assembler.gen)
         return assembler.gen

@@ -50,8 +50,8 @@ def refresh(warehouse: WarehouseOpt = None, upstream: UpstreamOpt = None) -> Non
     summary: revisions ingested, results added, restated and removed, and the time taken, or
     one line when upstream had nothing new.
 
-    When upstream lists exactly what the published generation holds, and its views and schema
-    are current, no run is launched: the listing (conditional requests, as the job makes them)
+    When upstream lists exactly what the published generation holds, and its views, schema and
+    derived tables are current, no run is launched: the listing (conditional requests, as the job makes them)
     is recorded as a materialization of upstream_snapshots, so the asset's freshness still says
     when the warehouse last refreshed.
 
@@ -82,14 +82,15 @@ def refresh(warehouse: WarehouseOpt = None, upstream: UpstreamOpt = None) -> Non
 
 def _listing_as_published(gens: GenerationStore, upstream: str | None) -> tuple[str, int] | None:
     """Upstream (as described) and how many revisions it lists, when it lists exactly what the
-    published generation holds and its views and schema are current: then the refresh job would
-    skip every step after its listing. None otherwise.
+    published generation holds and its views, schema and derived tables (``sql/``) are current:
+    then the refresh job would skip every step after its listing. None otherwise.
 
     The listing is tried once, with a short timeout: on any doubt (nothing published, a listing
     that fails) the job runs, and it retries and reports as usual.
     """
     from dataclasses import replace
 
+    from liger_warehouse.analysis.derived import derived_current
     from liger_warehouse.model.tables import SCHEMA_VERSION
     from liger_warehouse.runtime.warehouse_status import upstream_as_published
     from liger_warehouse.serve.database import database_path, shown_generation
@@ -99,7 +100,7 @@ def _listing_as_published(gens: GenerationStore, upstream: str | None) -> tuple[
     if current is None or shown_generation(gens.storage, database_path(gens.storage)) != current:
         return None
     gen = gens.load(current)
-    if gen.schema_version != SCHEMA_VERSION:
+    if gen.schema_version != SCHEMA_VERSION or not derived_current(gen):
         return None
     settings = settings_from_env(upstream)
     once = replace(settings.policy, max_attempts=1, timeout=min(settings.policy.timeout, PREFLIGHT_TIMEOUT))
@@ -230,6 +231,8 @@ def _summary_table(gens: GenerationStore, seconds: float) -> Table:
         str(summary.get("results_removed", 0)),
         f"{seconds:.1f}s",
     )
+    if summary.get("rederived"):
+        table.caption = "the derived tables and views were derived again: sql/ changed since the last publish"
     return table
 
 

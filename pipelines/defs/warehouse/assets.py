@@ -6,6 +6,7 @@ checks audit it, and only then ``published_generation`` switches readers over to
 
 import dagster as dg
 
+from liger_warehouse.analysis.derived import derived_current
 from liger_warehouse.build.ingest import GenerationBuilder
 from liger_warehouse.migration.migrate import migrate
 from liger_warehouse.model.column_docs import column_description
@@ -99,11 +100,16 @@ def warehouse_tables(
     holds nothing new, nothing is written and no table materializes. Each table's materialization
     names the staged generation (``staged_generation``) for the audit and the later steps. A
     warehouse whose digests follow an older schema version is migrated first, from its raw
-    snapshots (docs/SCHEMA.md)."""
+    snapshots (docs/SCHEMA.md); one whose derived tables came from other SQL (an upgrade) gets a
+    generation staged even when upstream holds nothing new, so the later steps derive them again."""
     gens = warehouse.generations()
     with gens.try_lock("build"):
         base = migrate(gens, warehouse.raw())
-        builder = GenerationBuilder(gens, warehouse.raw(), base=base)
+        published = gens.current()
+        rederive = bool(published.id) and not derived_current(published)
+        if rederive:
+            context.log.info(f"generation {published.id} was derived by other SQL: staging one to derive it again")
+        builder = GenerationBuilder(gens, warehouse.raw(), base=base, rederive=rederive)
         gen = builder.build(upstream_snapshots.listing, upstream_snapshots.contents)
     summary = builder.summary
     if builder.migration:
