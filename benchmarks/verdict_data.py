@@ -142,9 +142,8 @@ class Setting:
 
 # The significance dial of the new rule, from the threshold alone (0) to stricter than the default
 # (5): its recall against false alarms, to set beside each anchor rule's (benchmarks/verdict_curve.py).
-OPERATING = tuple(
-    Setting(f"significance {v:g}", (("significance", v),)) for v in (0, 0.5, 1, 1.5, 2, 2.5, 3, 3.5, 4, 4.5, 5, 6, 7, 8)
-)
+DIAL = (0, 0.5, 1, 1.5, 2, 2.5, 3, 3.5, 4, 4.5, 5, 5.5, 6, 7, 8)
+OPERATING = tuple(Setting(f"significance {v:g}", (("significance", v),)) for v in DIAL)
 
 SENSITIVITY = (
     Setting("defaults"),
