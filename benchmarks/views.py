@@ -126,8 +126,9 @@ def picks(con: duckdb.DuckDBPyConnection) -> dict:
     """The values the examples are filtered by, and the command's own parameters."""
     out: dict = {}
     for name, sql in PICKS.items():
-        row = con.execute(sql, _used(sql, out)).fetchone()
-        out[name] = row[0] if row else None
+        # fetchall, not fetchone: a result left open would refuse the next query on ``con``
+        rows = con.execute(sql, _used(sql, out)).fetchall()
+        out[name] = rows[0][0] if rows else None
     return out | {"threshold": 0.05, "gpus": [out["gpu"]]}
 
 
@@ -163,7 +164,7 @@ def measure(database: Path, repeats: int) -> dict:
             seconds[key].append(timed(con, *query)[0])
     return {
         "ok": True,
-        "results": con.execute("select count(*) from fact_result").fetchone()[0],
+        "results": con.execute("select count(*) from fact_result").fetchall()[0][0],
         "picks": picks(con),
         **{
             kind: {
