@@ -6,7 +6,7 @@ Two sets of queries, each fetched whole as Arrow (so every column is computed an
 conversion is not what is measured):
 
 - the README's example questions, filtered as the README filters them, with the values (builds,
-  GPU, kernel, baseline) picked from the warehouse: the busiest of each, so the filters keep as
+  runs, GPU, kernel, baseline) picked from the warehouse: the busiest of each, so the filters keep as
   much as they can (``picks``); the ``regressions`` command's own query is one of them;
 - every analytic view read whole, beside ``select * from fact_result`` read whole: the same kind
   of work.
@@ -43,6 +43,14 @@ SECTION = "queries"
 PICKS = {
     "base": "select build from dim_build where build_kind = 'release' order by build_rank desc limit 1 offset 1",
     "head": "select build from dim_build where build_kind = 'release' order by build_rank desc limit 1",
+    "head_run": "select run from dim_upstream_revision where source = 'gh-pages' order by seq desc limit 1",
+    # The newest earlier run holding a series of the head: on the synthetic history consecutive
+    # nightlies ran on other GPUs, so 'previous' would share nothing with 'latest'.
+    "base_run": """
+        select p.run from fact_run_point as p
+        where p.run_seq < (select max(run_seq) from fact_run_point where run = $head_run)
+          and p.series_digest in (select series_digest from fact_run_point where run = $head_run)
+        group by p.run order by max(p.run_seq) desc limit 1""",
     "gpu": "select gpu from dim_series where is_liger group by gpu order by count(*) desc, gpu limit 1",
     "kernel": """
         select kernel from dim_series where gpu = $gpu group by kernel order by count(*) desc, kernel limit 1""",
@@ -60,9 +68,9 @@ PICKS = {
 
 # The README's example questions, its filters kept and its values swapped for the picks ($name).
 EXAMPLES = {
-    "compare_runs('previous', 'latest')": """
+    "compare_runs(base_run, head_run)": """
         select verdict, count(*) as series
-        from compare_runs('previous', 'latest')
+        from compare_runs($base_run, $head_run)
         group by all
         order by series desc""",
     "compare_versions(base, head), one GPU": """
