@@ -1,73 +1,203 @@
-"""Latency of every view from ``sql/`` and of ``compare_versions`` and ``compare_runs``, beside one
-scan of fact_result.
+"""The query targets of issue 13 on one warehouse, on a warm connection.
 
-    python -m benchmarks.views --database WAREHOUSE/liger.duckdb --repeats 3
+    python -m benchmarks.views --database WAREHOUSE/liger.duckdb --repeats 3 [--out docs/PERFORMANCE.md]
 
-Each query is run to completion with its whole result fetched (as Arrow), once per repeat,
-the queries interleaved so they share the machine's conditions; a first untimed pass warms
-the OS cache. The baseline is one pass over ``fact_result``: ``select count(*), sum(p50)``.
-Prints one JSON line: per query, its seconds per repeat and its row count.
+Two sets of queries, each fetched whole as Arrow (so every column is computed and Python object
+conversion is not what is measured):
+
+- the README's example questions, filtered as the README filters them, with the values (builds,
+  runs, GPU, kernel, baseline) picked from the warehouse: the busiest of each, so the filters keep as
+  much as they can (``picks``); the ``regressions`` command's own query is one of them;
+- every analytic view read whole, beside ``select * from fact_result`` read whole: the same kind
+  of work.
+
+One connection for everything; a first untimed pass over every query warms it (and the OS
+cache); then each repeat runs every query once, interleaved, so they share the machine's
+conditions. Prints one JSON line; with ``--out`` the results (and the targets) replace the
+section "Queries at ... results" of that page, leaving the others alone.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
+import shlex
+import sys
 import time
 from pathlib import Path
 
 import duckdb
 
+from benchmarks import report
+from benchmarks.machine import machine
+from benchmarks.sections import write_section
+from liger_warehouse.cli.query import COMPARE_SQL
 from liger_warehouse.serve.database import analytic_view_files
 
-BASELINE = "select count(*), sum(p50) from fact_result"
+BASELINE = "select * from fact_result"
+SECTION = "queries"
 
+# The values the examples are filtered by: the busiest of each, so a filter keeps the most.
+PICKS = {
+    "base": "select build from dim_build where build_kind = 'release' order by build_rank desc limit 1 offset 1",
+    "head": "select build from dim_build where build_kind = 'release' order by build_rank desc limit 1",
+    "head_run": "select run from dim_upstream_revision where source = 'gh-pages' order by seq desc limit 1",
+    # The newest earlier run holding a series of the head: on the synthetic history consecutive
+    # nightlies ran on other GPUs, so 'previous' would share nothing with 'latest'.
+    "base_run": """
+        select p.run from fact_run_point as p
+        where p.run_seq < (select max(run_seq) from fact_run_point where run = $head_run)
+          and p.series_digest in (select series_digest from fact_run_point where run = $head_run)
+        group by p.run order by max(p.run_seq) desc limit 1""",
+    "gpu": "select gpu from dim_series where is_liger group by gpu order by count(*) desc, gpu limit 1",
+    "kernel": """
+        select kernel from dim_series where gpu = $gpu group by kernel order by count(*) desc, kernel limit 1""",
+    "restated_kernel": """
+        select s.kernel from fact_result as f join dim_series as s using (series_digest)
+        where not f.is_current group by s.kernel order by count(*) desc, s.kernel limit 1""",
+    "changed_kernel": """
+        select s.kernel from fact_change_point join dim_series as s using (series_digest)
+        group by s.kernel order by count(*) desc, s.kernel limit 1""",
+    "baseline": """
+        select s.provider from fact_speedup_noise as n
+        join dim_series as s on s.series_digest = n.baseline_series_digest
+        group by s.provider order by count(*) desc, s.provider limit 1""",
+}
 
-# The comparisons people call, each on the two newest sides of its kind.
-NEWEST = {
-    "compare_versions": "select build from dim_build order by build_rank desc limit 2",
-    "compare_runs": "select run from dim_upstream_revision where source = 'gh-pages' order by seq desc limit 2",
+# The README's example questions, its filters kept and its values swapped for the picks ($name).
+EXAMPLES = {
+    "compare_runs(base_run, head_run)": """
+        select verdict, count(*) as series
+        from compare_runs($base_run, $head_run)
+        group by all
+        order by series desc""",
+    "compare_versions(base, head), one GPU": """
+        select kernel, mode, workload, round(base_p50, 4) as base_ms, round(head_p50, 4) as head_ms,
+               round(adjusted_change, 2) as adjusted_change, round(noise, 3) as noise
+        from compare_versions($base, $head)
+        where verdict = 'regression' and provider = 'liger' and gpu = $gpu and metric = 'speed'
+        order by adjusted_change desc, kernel, workload
+        limit 5""",
+    "regressions command, one kernel and GPU": COMPARE_SQL.format(macro="compare_versions"),
+    "regressions view, one kernel and GPU": "select * from regressions where kernel = $kernel and gpu = $gpu",
+    "series_noise, one GPU": """
+        select kernel, mode, count(*) as series,
+               count(*) filter (where detectable_change > 0.25) as too_noisy,
+               round(median(detectable_change), 2) as median_detectable
+        from series_noise
+        where is_liger and metric = 'speed' and gpu = $gpu and history >= 5
+        group by all
+        order by too_noisy desc, series desc, kernel, mode
+        limit 6""",
+    "speedups, one GPU": """
+        select gpu, baseline_provider, count(*) as pairs,
+               count(*) filter (where winner = 'liger') as liger_wins,
+               count(*) filter (where winner = 'tie') as ties,
+               round(median(speedup), 2) as median_speedup
+        from speedups
+        where metric = 'speed' and gpu = $gpu
+        group by all
+        order by gpu, baseline_provider""",
+    "speedup_history, one baseline": """
+        select prev_winner, winner, count(*) as pairings
+        from speedup_history
+        where baseline_provider = $baseline and metric = 'speed' and prev_build is not null
+        group by all
+        order by pairings desc""",
+    "restatements, one kernel": """
+        select left(restated_in, 7) as commit, restated_at::date as day, reason,
+               count(*) as results, list(distinct kernel) as kernels
+        from restatements
+        where kernel = $restated_kernel
+        group by all
+        order by day, commit, reason""",
+    "change_points, one kernel": """
+        select kernel, mode, workload, prev_run, run,
+               round(before_median, 4) as before_ms, round(after_median, 4) as after_ms, round(change, 2) as change
+        from change_points
+        where verdict = 'regression' and provider = 'liger' and metric = 'speed' and after_points >= 3
+          and kernel = $changed_kernel
+        order by change desc, kernel, workload
+        limit 4""",
 }
 
 
-def queries(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
-    """The baseline, every analytic view, and ``compare_versions`` / ``compare_runs`` on the two
-    newest builds and runs."""
+def _used(sql: str, params: dict) -> dict:
+    """The parameters ``sql`` names: DuckDB refuses any it does not."""
+    named = set(re.findall(r"\$(\w+)", sql))
+    return {name: value for name, value in params.items() if name in named}
+
+
+def picks(con: duckdb.DuckDBPyConnection) -> dict:
+    """The values the examples are filtered by, and the command's own parameters."""
+    out: dict = {}
+    for name, sql in PICKS.items():
+        # fetchall, not fetchone: a result left open would refuse the next query on ``con``
+        rows = con.execute(sql, _used(sql, out)).fetchall()
+        out[name] = rows[0][0] if rows else None
+    return out | {"threshold": 0.05, "gpus": [out["gpu"]]}
+
+
+def examples(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[str, dict]]:
+    """The README's example questions on this warehouse, with their parameters."""
+    values = picks(con)
+    return {name: (sql, _used(sql, values)) for name, sql in EXAMPLES.items()}
+
+
+def whole_views(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[str, dict]]:
+    """``fact_result`` and every analytic view, each read whole."""
     stems = {f.name for f in analytic_view_files()}
     views = {r[0] for r in con.execute("select view_name from duckdb_views() where not internal").fetchall()}
-    out = {"scan fact_result": BASELINE}
-    out |= {v: f"select * from {v}" for v in sorted(stems & views)}
-    for macro, newest_sql in NEWEST.items():
-        newest = [r[0] for r in con.execute(newest_sql).fetchall()]
-        if len(newest) == 2:
-            out[macro] = f"select * from {macro}('{newest[1]}', '{newest[0]}')"
-    return out
+    out = {"fact_result": (BASELINE, {})}
+    return out | {v: (f"select * from {v}", {}) for v in sorted(stems & views)}
 
 
-def timed(con: duckdb.DuckDBPyConnection, sql: str) -> tuple[float, int]:
+def timed(con: duckdb.DuckDBPyConnection, sql: str, params: dict) -> tuple[float, int]:
     started = time.perf_counter()
-    relation = con.sql(sql)
-    # DuckDB 2 renamed fetch_arrow_table to to_arrow_table.
-    fetch = getattr(relation, "to_arrow_table", None) or relation.fetch_arrow_table
-    rows = fetch().num_rows
+    rows = con.sql(sql, params=params or None).to_arrow_table().num_rows
     return time.perf_counter() - started, rows
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
+def measure(database: Path, repeats: int) -> dict:
+    """Seconds per repeat and rows of every example and every whole view, on one connection."""
+    con = duckdb.connect(str(database), read_only=True, config={"file_search_path": str(database.parent)})
+    sets = {"examples": examples(con), "whole": whole_views(con)}
+    wanted = {(kind, name): query for kind, queries in sets.items() for name, query in queries.items()}
+    rows = {key: timed(con, *query)[1] for key, query in wanted.items()}  # the warm-up pass
+    seconds: dict = {key: [] for key in wanted}
+    for _ in range(repeats):
+        for key, query in wanted.items():
+            seconds[key].append(timed(con, *query)[0])
+    return {
+        "ok": True,
+        "results": con.execute("select count(*) from fact_result").fetchall()[0][0],
+        "picks": picks(con),
+        **{
+            kind: {
+                name: {"seconds": seconds[kind, name], "rows": rows[kind, name], "sql": sql, "params": params}
+                for name, (sql, params) in queries.items()
+            }
+            for kind, queries in sets.items()
+        },
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.views", description=__doc__.split("\n\n")[0])
     parser.add_argument("--database", type=Path, required=True)
     parser.add_argument("--repeats", type=int, default=3)
-    args = parser.parse_args()
-    con = duckdb.connect(str(args.database), read_only=True, config={"file_search_path": str(args.database.parent)})
-    wanted = queries(con)
-    timed(con, BASELINE)
-    seconds: dict[str, list[float]] = {name: [] for name in wanted}
-    rows: dict[str, int] = {}
-    for _ in range(args.repeats):
-        for name, sql in wanted.items():
-            took, rows[name] = timed(con, sql)
-            seconds[name].append(took)
-    print(json.dumps({"ok": True, "seconds": seconds, "rows": rows, "sql": wanted}))
+    parser.add_argument("--out", type=Path, help="Markdown file to write the results into")
+    parser.add_argument("--note", default="", help="said beside the load average, e.g. 'machine quiet'")
+    args = parser.parse_args(argv)
+    started = machine(args.note)
+    results = measure(args.database, args.repeats)
+    results["machine"] = started | {"load_end": os.getloadavg()[0]}
+    results["command"] = "python -m benchmarks.views " + shlex.join(sys.argv[1:] if argv is None else argv)
+    if args.out:
+        write_section(args.out, SECTION, report.query_section(results))
+    print(json.dumps(results, default=str))
 
 
 if __name__ == "__main__":

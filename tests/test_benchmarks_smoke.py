@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import run
+from benchmarks import run, views
 from benchmarks.synthetic import Settings, generate
 from benchmarks.synthetic.suite import load_suite
 from liger_warehouse.audit import checks
@@ -128,9 +128,14 @@ def test_benchmark_suite_runs_end_to_end(tmp_path):
     assert all(h["runs"] and all(r["ok"] for r in h["runs"]) for h in results["incremental"])
     quiet = [r for h in results["incremental"] for r in h["no_change"] if not r["warm_up"]]
     assert quiet and all(r["content_requests"] == 0 and r["parquet_written"] == 0 for r in quiet)
-    assert results["views"]["ok"] and "compare_versions" in results["views"]["seconds"]
+    queries = results["views"]
+    assert queries["ok"] and queries["picks"]["gpu"] and queries["picks"]["kernel"]
+    assert set(queries["examples"]) == set(views.EXAMPLES)
+    assert queries["whole"]["fact_result"]["rows"] == queries["results"] == full["mirror"]["results"]
+    assert {"regressions", "speedups", "run_history", "change_points"} <= set(queries["whole"])
     text = out.read_text()
     assert "kept as is" in text and "### Targets" in text and run.BEGIN in text
+    assert "## Queries at" in text and "every view whole <= 3x fact_result whole" in text
 
     mirror = next((tmp_path / "work" / "mirrors").glob(f"r{full['revisions']}-*"))
     root = Path(full["warehouse"])

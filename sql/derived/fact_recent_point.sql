@@ -8,28 +8,22 @@
 -- 'recent' sides.
 -- reads: dim_upstream_revision, fact_run_point, verdict_rule
 with ordered as (
-    select
-        p.run,
-        p.series_digest,
-        p.p20,
-        p.p50,
-        p.p80,
-        p.observed_at,
-        row_number() over (partition by p.series_digest order by r.seq) as position
+    select p.run, p.series_digest, p.p20, p.p50, p.p80, p.observed_at, r.seq
     from fact_run_point as p
     join dim_upstream_revision as r on r.source = 'gh-pages' and r.run = p.run
 )
 select
-    o.run,
-    o.series_digest,
-    median(e.p20) as p20,
-    median(e.p50) as p50,
-    median(e.p80) as p80,
-    count(*) as runs,
-    list(e.run order by e.run) as sources,
-    max(e.observed_at) as observed_at
-from ordered as o
-join ordered as e
-    on e.series_digest = o.series_digest
-    and e.position between o.position - verdict_rule().recent_runs + 1 and o.position
-group by o.run, o.series_digest
+    run,
+    series_digest,
+    median(p20) over recent as p20,
+    median(p50) over recent as p50,
+    median(p80) over recent as p80,
+    count(*) over recent as runs,
+    list_sort(list(run) over recent) as sources,
+    max(observed_at) over recent as observed_at
+from ordered
+window recent as (
+    partition by series_digest
+    order by seq
+    rows between verdict_rule().recent_runs - 1 preceding and current row
+)

@@ -5,24 +5,14 @@
 -- series with at least 10 runs. `run` is the first run after the shift (the revision where it
 -- happened), `prev_run` the last one before it; the medians are of p50 over the segments
 -- between neighbouring change points. `verdict` reads the shift like `regressions` does.
--- reads: dim_series, fact_change_point, fact_result, lower_is_better, revision_labels
+-- reads: dim_build, dim_series, fact_change_point, fact_run_point, lower_is_better, revision_labels
 create or replace view change_points as
--- The runs a change point names, before and after the shift, each with its series.
-with named_run as (
-    select series_digest, revision_digest from fact_change_point
-    union
-    select series_digest, previous_revision_digest from fact_change_point
-),
-at_run as (
-    select
-        f.series_digest,
-        f.first_revision_digest as revision_digest,
-        arg_max(f.liger_version, f.observed_at) as liger_version
-    from fact_result as f
-    semi join named_run as n
-        on n.series_digest = f.series_digest and n.revision_digest = f.first_revision_digest
-    where f.source = 'gh-pages'
-    group by all
+-- The Liger version of a series in a run: that of the build its point there stands for.
+with at_run as (
+    select p.series_digest, p.run, b.liger_version
+    from fact_run_point as p
+    join dim_build as b using (build)
+    semi join fact_change_point as c using (series_digest)
 )
 select
     s.series_digest,
@@ -61,7 +51,5 @@ from fact_change_point as c
 join dim_series as s using (series_digest)
 join revision_labels as r on r.revision_digest = c.revision_digest
 join revision_labels as prev on prev.revision_digest = c.previous_revision_digest
-left join at_run as after_version
-    on after_version.series_digest = c.series_digest and after_version.revision_digest = c.revision_digest
-left join at_run as before_version
-    on before_version.series_digest = c.series_digest and before_version.revision_digest = c.previous_revision_digest;
+left join at_run as after_version on after_version.series_digest = c.series_digest and after_version.run = r.run
+left join at_run as before_version on before_version.series_digest = c.series_digest and before_version.run = prev.run;

@@ -1,6 +1,6 @@
 -- labelled_results: one row per result ever published: the columns of `fact_result`, its series
 -- in readable columns (`dim_series`) and the labels of the revisions that first and last showed
--- it. The join the result views share: `results`, `run_history` and `speedups` read it.
+-- it. The join the result views share: `results` and `speedups` read it.
 -- reads: dim_series, fact_result, revision_labels
 create or replace view labelled_results as
 select

@@ -22,30 +22,32 @@ changed_by as (
     join revision_labels as n on n.source_key = g.source_key and n.seq > g.last_seq
     group by g.result_digest
 ),
--- What the revisions that changed something held: a few revisions, not every membership.
+-- What the revisions that changed something held, each with its series: a few revisions, not
+-- every membership.
 changed_member as (
-    select revision_digest, result_digest
-    from fact_revision_member
-    where revision_digest in (select revision_digest from changed_by)
+    select m.revision_digest, f.series_digest, f.result_digest, f.p20, f.p50, f.p80, f.liger_version, f.observed_at
+    from fact_revision_member as m
+    join fact_result as f using (result_digest)
+    where m.revision_digest in (select revision_digest from changed_by)
 ),
+-- A gone result's replacement: the result of its series in the revision that changed it.
 replacement as (
     select
         c.result_digest,
         arg_max(
             {
-                'result_digest': f.result_digest,
-                'p20': f.p20,
-                'p50': f.p50,
-                'p80': f.p80,
-                'liger_version': f.liger_version,
-                'observed_at': f.observed_at
+                'result_digest': m.result_digest,
+                'p20': m.p20,
+                'p50': m.p50,
+                'p80': m.p80,
+                'liger_version': m.liger_version,
+                'observed_at': m.observed_at
             },
-            f.observed_at
+            m.observed_at
         ) as new
     from changed_by as c
     join gone as g using (result_digest)
-    join changed_member as m on m.revision_digest = c.revision_digest
-    join fact_result as f on f.result_digest = m.result_digest and f.series_digest = g.series_digest
+    join changed_member as m on m.revision_digest = c.revision_digest and m.series_digest = g.series_digest
     group by c.result_digest
 )
 select
