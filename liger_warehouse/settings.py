@@ -25,6 +25,7 @@ EXECUTOR = f"{PREFIX}EXECUTOR"
 MAX_CONCURRENT = f"{PREFIX}MAX_CONCURRENT"
 CACHE_DIR = f"{PREFIX}CACHE_DIR"
 DUCKDB_MEMORY_LIMIT = f"{PREFIX}DUCKDB_MEMORY_LIMIT"
+CHANGE_POINT_WORKERS = f"{PREFIX}CHANGE_POINT_WORKERS"
 S3_ENDPOINT = f"{PREFIX}S3_ENDPOINT"
 FAILPOINT = f"{PREFIX}FAILPOINT"
 PAUSE = f"{PREFIX}PAUSE"
@@ -54,6 +55,9 @@ class Settings(BaseSettings):
     cache_dir: str | None = Field(None, description="Local scratch space; else $XDG_CACHE_HOME/liger-warehouse.")
     xdg_cache_home: str | None = Field(None, validation_alias="XDG_CACHE_HOME")
     duckdb_memory_limit: str | None = None
+    change_point_workers: int | None = Field(
+        None, ge=1, description="Processes that compute change points in a refresh; else one per core."
+    )
     s3_endpoint: str | None = None
     dagster_home: str | None = Field(None, validation_alias="DAGSTER_HOME")
 

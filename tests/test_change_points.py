@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import shutil
 import statistics
+import subprocess
+import sys
 from collections import defaultdict
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -13,10 +15,11 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from otava.analysis import compute_change_points
 
-from liger_warehouse.analysis import change_points, otava_split
+from liger_warehouse.analysis import change_points, otava_method, otava_split
 from liger_warehouse.serve.database import build_database
 from liger_warehouse.store.generations import GenerationStore
 from liger_warehouse.store.storage import Storage
@@ -40,8 +43,8 @@ def _query(db: Path, sql: str, params: object = None) -> list[tuple]:
 
 
 def test_parameters_are_the_documented_ones():
-    assert (otava_split.WINDOW, otava_split.MAX_PVALUE) == (WINDOW, MAX_PVALUE)
-    assert (otava_split.MIN_MAGNITUDE, otava_split.MIN_POINTS) == (MIN_MAGNITUDE, MIN_POINTS)
+    assert (otava_method.WINDOW, otava_method.MAX_PVALUE) == (WINDOW, MAX_PVALUE)
+    assert (otava_method.MIN_MAGNITUDE, otava_method.MIN_POINTS) == (MIN_MAGNITUDE, MIN_POINTS)
     assert "apache-otava" in change_points.method()
 
 
@@ -231,13 +234,13 @@ def test_a_resumed_series_is_identical_to_one_computed_from_scratch(kind):
     for seed in range(3):
         values = _synthetic(kind, 40 + sum(APPENDS), seed)
         seqs = np.arange(1, len(values) + 1)
-        state, how = change_points.analyze(seqs[:40], values[:40])
+        state, how = otava_split.analyze(seqs[:40], values[:40])
         assert how == "from_scratch"
         n = 40
         for add in APPENDS:
             n += add
-            state, how = change_points.analyze(seqs[:n], values[:n], state)
-            scratch, _ = change_points.analyze(seqs[:n], values[:n])
+            state, how = otava_split.analyze(seqs[:n], values[:n], state)
+            scratch, _ = otava_split.analyze(seqs[:n], values[:n])
             assert how == "resumed"
             assert state == scratch, (kind, seed, n)
             assert state.found == _otava(values[:n]), (kind, seed, n)
@@ -255,30 +258,30 @@ def test_otavas_own_incremental_mode_differs_from_scratch():
     theirs, _ = compute_change_points(values.tolist(), new_data=1, old_weak_cp=list(weak), **options)
     assert [int(c.index) for c in theirs] == [30, 87]
     assert [i for i, _ in _otava(values)] == [30, 102]
-    before, _ = change_points.analyze(np.arange(1, 120), values[:-1])
-    ours, how = change_points.analyze(np.arange(1, 121), values, before)
+    before, _ = otava_split.analyze(np.arange(1, 120), values[:-1])
+    ours, how = otava_split.analyze(np.arange(1, 121), values, before)
     assert (how, ours.found) == ("resumed", _otava(values))
 
 
 def test_a_series_without_new_points_reuses_its_change_points():
     values = _synthetic("steps", 120, 0)
     seqs = np.arange(1, 121)
-    state, _ = change_points.analyze(seqs, values)
+    state, _ = otava_split.analyze(seqs, values)
     assert state.found
-    again, how = change_points.analyze(seqs, values, state)
+    again, how = otava_split.analyze(seqs, values, state)
     assert (how, again) == ("unchanged", state)
 
 
 def test_a_changed_history_is_computed_from_scratch():
     values = _synthetic("steps", 120, 1)
     seqs = np.arange(1, 121)
-    state, _ = change_points.analyze(seqs[:100], values[:100])
+    state, _ = otava_split.analyze(seqs[:100], values[:100])
     restated = values.copy()
     restated[50] += 0.001
     for s, v in ((seqs, restated), (seqs[:90], values[:90]), (np.r_[seqs[:60], seqs[61:], 200], values)):
-        again, how = change_points.analyze(s, v, state)
+        again, how = otava_split.analyze(s, v, state)
         assert how == "from_scratch"
-        assert again == change_points.analyze(s, v)[0]
+        assert again == otava_split.analyze(s, v)[0]
 
 
 def _refreshes(values: dict[str, np.ndarray], sizes: list[int]):
@@ -301,6 +304,46 @@ def test_the_state_table_resumes_every_series_of_a_generation():
         seen.append((counts.resumed, counts.unchanged, counts.from_scratch))
     # "short" stops growing at 5 runs; every other series resumes, until nothing is new.
     assert seen == [(0, 0, 11), (10, 1, 0), (10, 1, 0), (10, 1, 0), (10, 1, 0), (10, 1, 0), (0, 11, 0)]
+
+
+def test_series_analysed_on_several_workers_give_the_same_tables():
+    """Batches of series on two worker processes give the tables and counts of one process, from
+    scratch and resumed, byte for byte once written (the parts are named by their content)."""
+    values = {f"{kind}-{seed}": _synthetic(kind, 150, seed) for kind in KINDS for seed in range(3)}
+    state = {1: None, 2: None}
+    for size in (60, 61, 150):
+        results, revisions = _frames({k: v[:size].tolist() for k, v in values.items()})
+        out = {w: change_points.compute_with_state(results, revisions, state[w], w, 100) for w in (1, 2)}
+        (table, state[1], counts), (table_2, state[2], counts_2) = out[1], out[2]
+        assert table.num_rows > 0
+        assert (table_2, state[2], counts_2) == (table, state[1], counts), size
+        assert _parquet_bytes(table_2) == _parquet_bytes(table)
+        assert _parquet_bytes(state[2]) == _parquet_bytes(state[1])
+    assert (counts.resumed, counts.from_scratch) == (len(values), 0)
+
+
+def _parquet_bytes(table: pa.Table) -> bytes:
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink)
+    return sink.getvalue().to_pybytes()
+
+
+def test_the_streaming_process_does_not_load_otava():
+    """With workers, Otava and SciPy load in the worker processes only: the process that reads
+    DuckDB and writes the tables never imports them."""
+    script = """
+import sys
+import polars as pl
+from liger_warehouse.analysis import change_points
+results = pl.DataFrame({"series_digest": ["s"] * 12, "source": ["gh-pages"] * 12,
+    "first_revision_digest": [f"r{i}" for i in range(12)], "observed_at": list(range(12)),
+    "result_digest": [f"d{i}" for i in range(12)], "p50": [1.0] * 6 + [2.0] * 6})
+revisions = pl.DataFrame({"revision_digest": [f"r{i}" for i in range(12)], "seq": list(range(12))})
+table, _, _ = change_points.compute_with_state(results, revisions, None, 2)
+print(table.column("point_index").to_pylist(), sorted(m for m in sys.modules if m.split(".")[0] in ("otava", "scipy")))
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["[6]", "[]"]
 
 
 def test_state_from_another_method_is_not_used():

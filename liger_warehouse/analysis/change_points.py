@@ -31,152 +31,60 @@ the segment medians around its change points.
 from __future__ import annotations
 
 import shutil
-import statistics
 import tempfile
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 
 import duckdb
 import polars as pl
 import pyarrow as pa
 
-from liger_warehouse.analysis.otava_split import (
-    SeriesState,
-    analyze,
-    method,
-)
+from liger_warehouse.analysis.otava_method import method
 from liger_warehouse.analysis.point_stream import (
     STATE,
+    TABLE,
     Join,
-    Series,
     points_sql,
+    prior_rows,
     quote,
     run_table,
     same_layout,
     series_of,
     state_sql,
-    states_of,
 )
+from liger_warehouse.analysis.series_batch import BATCH_POINTS, Counts, batches
+from liger_warehouse.analysis.series_pool import analyzed
 from liger_warehouse.model.tables import SCHEMAS
 from liger_warehouse.store.generations import Generation, GenerationStore, Part
 
-TABLE = "fact_change_point"
+__all__ = ["Counts", "add_to_generation", "compute", "compute_with_state", "method", "run_points"]
+
 # DuckDB computes the points; past this much memory its sort spills to a local directory.
 MEMORY_LIMIT = "512MB"
 BATCH_ROWS = 65_536
-# Output rows held as Python objects before they become Arrow (a state row holds its weak points).
-_FLUSH_ROWS = 10_000
 
 
-@dataclass
-class Counts:
-    series: int = 0
-    resumed: int = 0
-    unchanged: int = 0
-    from_scratch: int = 0
-    points: int = 0
-
-    def as_metadata(self) -> dict[str, int]:
-        return {
-            "series": self.series,
-            "series_resumed": self.resumed,
-            "series_unchanged": self.unchanged,
-            "series_from_scratch": self.from_scratch,
-            "points": self.points,
-        }
-
-
-@dataclass
-class _Output:
-    """Rows of fact_change_point and change_point_state, kept as compact Arrow batches."""
-
-    revisions: list[str]
-    label: str = ""
-    rows: list[dict] = field(default_factory=list)
-    states: list[dict] = field(default_factory=list)
-    tables: dict[str, list[pa.Table]] = field(default_factory=lambda: {TABLE: [], STATE: []})
-    counts: Counts = field(default_factory=Counts)
-
-    def __post_init__(self) -> None:
-        self.label = self.label or method()
-
-    def add(self, s: Series, prior: SeriesState | None) -> None:
-        state, how = analyze(s.seqs, s.values, prior)
-        self.counts.series += 1
-        self.counts.points += len(s.values)
-        setattr(self.counts, how, getattr(self.counts, how) + 1)
-        if state.found:
-            values = s.values.tolist()
-            bounds = [0, *(i for i, _ in state.found), len(values)]
-            for n, (index, pvalue) in enumerate(state.found):
-                before = values[bounds[n] : bounds[n + 1]]
-                after = values[bounds[n + 1] : bounds[n + 2]]
-                self.rows.append(
-                    {
-                        "series_digest": s.digest,
-                        "revision_digest": self.revisions[s.rids[index]],
-                        "previous_revision_digest": self.revisions[s.rids[index - 1]],
-                        "point_index": index,
-                        "points": len(values),
-                        "before_points": len(before),
-                        "after_points": len(after),
-                        "before_median": statistics.median(before),
-                        "after_median": statistics.median(after),
-                        "pvalue": pvalue,
-                        "method": self.label,
-                    }
-                )
-        self.states.append(
-            {
-                "series_digest": s.digest,
-                "points": state.points,
-                "last_seq": state.last_seq,
-                "prefix_digest": state.prefix_digest,
-                "resume_index": state.resume_index,
-                "weak_change_points": [
-                    {
-                        "index": w.index,
-                        "qhat": w.qhat,
-                        "left": w.left,
-                        "right": w.right,
-                        "mean_1": w.stats.mean_1,
-                        "mean_2": w.stats.mean_2,
-                        "std_1": w.stats.std_1,
-                        "std_2": w.stats.std_2,
-                        "pvalue": w.stats.pvalue,
-                    }
-                    for w in state.weak
-                ],
-                "change_points": [{"index": i, "pvalue": p} for i, p in state.found],
-                "method": self.label,
-            }
-        )
-        if len(self.rows) >= _FLUSH_ROWS or len(self.states) >= _FLUSH_ROWS:
-            self.flush()
-
-    def flush(self) -> None:
-        for table, rows in ((TABLE, self.rows), (STATE, self.states)):
-            if rows:
-                self.tables[table].append(pa.Table.from_pylist(rows, schema=SCHEMAS[table]))
-                rows.clear()
-
-    def result(self) -> dict[str, pa.Table]:
-        """Both tables in series order (the output is small: a row per change point and one
-        per series, not per result)."""
-        self.flush()
-        out = {}
-        for name, parts in self.tables.items():
-            table = pa.concat_tables(parts) if parts else SCHEMAS[name].empty_table()
-            keys = [("series_digest", "ascending")] + ([("point_index", "ascending")] if name == TABLE else [])
-            out[name] = table.sort_by(keys).combine_chunks()
-        return out
+def _tables(parts: dict[str, list[pa.Table]]) -> dict[str, pa.Table]:
+    """Both tables in series order, whichever order the batches came back in (the output is
+    small: a row per change point and one per series, not per result)."""
+    out = {}
+    for name, tables in parts.items():
+        table = pa.concat_tables(tables) if tables else SCHEMAS[name].empty_table()
+        keys = [("series_digest", "ascending")] + ([("point_index", "ascending")] if name == TABLE else [])
+        out[name] = table.sort_by(keys).combine_chunks()
+    return out
 
 
 def _run(
-    con: duckdb.DuckDBPyConnection, results: str, revisions: pa.Table, state: str | pa.Table | None
+    con: duckdb.DuckDBPyConnection,
+    results: str,
+    revisions: pa.Table,
+    state: str | pa.Table | None,
+    workers: int = 1,
+    batch_points: int = BATCH_POINTS,
 ) -> tuple[dict[str, pa.Table], Counts]:
     """Both tables from ``results`` (a relation over fact_result) and the prior ``state`` (a
-    relation or table of change_point_state; None for none)."""
+    relation or table of change_point_state; None for none), the series analysed on
+    ``workers`` processes in batches of about ``batch_points`` points."""
     runs = run_table(revisions)
     con.register("cp_runs", runs)
     prior: Iterable[pa.RecordBatch] = []
@@ -188,11 +96,15 @@ def _run(
             state = "cp_state"
         if same_layout(cursor.sql(f"select * from {state} limit 0").to_arrow_table().schema):
             prior = cursor.sql(state_sql(state)).to_arrow_reader(BATCH_ROWS)
-    out = _Output(revisions=runs.column("revision_digest").to_pylist())
-    join = Join(states_of(prior))
-    for series in series_of(con.sql(points_sql(results)).to_arrow_reader(BATCH_ROWS)):
-        out.add(series, join.get(series.key))
-    return out.result(), out.counts
+    series = series_of(con.sql(points_sql(results)).to_arrow_reader(BATCH_ROWS))
+    work = batches(series, Join(prior_rows(prior)), batch_points)
+    parts: dict[str, list[pa.Table]] = {TABLE: [], STATE: []}
+    counts = Counts()
+    for done in analyzed(work, runs.column("revision_digest").to_pylist(), workers):
+        for name, table in done.tables.items():
+            parts[name].append(table)
+        counts.merge(done.counts)
+    return _tables(parts), counts
 
 
 # --- Pure entry points (Polars frames in, Arrow tables out) ---------------------------------
@@ -219,13 +131,18 @@ def run_points(results: pl.DataFrame, revisions: pl.DataFrame) -> pl.DataFrame:
 
 
 def compute_with_state(
-    results: pl.DataFrame, revisions: pl.DataFrame, state: pa.Table | None = None
+    results: pl.DataFrame,
+    revisions: pl.DataFrame,
+    state: pa.Table | None = None,
+    workers: int = 1,
+    batch_points: int = BATCH_POINTS,
 ) -> tuple[pa.Table, pa.Table, Counts]:
     """``fact_change_point`` and ``change_point_state`` of one generation, resuming each series
-    from ``state`` (the previous ``change_point_state``) where it can."""
+    from ``state`` (the previous ``change_point_state``) where it can; the series analysed on
+    ``workers`` processes, in batches of about ``batch_points`` points (series_pool.py)."""
     with duckdb.connect() as con:
         con.register("cp_results", results.to_arrow())
-        tables, counts = _run(con, "cp_results", revisions.to_arrow(), state)
+        tables, counts = _run(con, "cp_results", revisions.to_arrow(), state, workers, batch_points)
     return tables[TABLE], tables[STATE], counts
 
 
@@ -252,9 +169,10 @@ def prior_state_parts(gens: GenerationStore, gen: Generation) -> list[Part]:
         return []
 
 
-def add_to_generation(gens: GenerationStore, gen: Generation) -> tuple[dict[str, Part], Counts]:
-    """Compute the change points of staged generation ``gen`` and re-stage it with them and
-    their state (``GenerationStore.restage``: refused once ``gen`` is published or superseded).
+def add_to_generation(gens: GenerationStore, gen: Generation, workers: int = 1) -> tuple[dict[str, Part], Counts]:
+    """Compute the change points of staged generation ``gen`` on ``workers`` processes and
+    re-stage it with them and their state (``GenerationStore.restage``: refused once ``gen`` is
+    published or superseded).
 
     The parts are named by their content, so a refresh that changes no gh-pages run writes no
     new file and the new generation references the same parts as the last one.
@@ -272,7 +190,8 @@ def add_to_generation(gens: GenerationStore, gen: Generation) -> tuple[dict[str,
             results = gens.part_uris(gen, "fact_result")
             state = [gens.storage.uri(p.file) for p in prior_state_parts(gens, gen)]
             if results:
-                tables, counts = _run(con, _parquet(results), revisions, _parquet(state) if state else None)
+                prior = _parquet(state) if state else None
+                tables, counts = _run(con, _parquet(results), revisions, prior, workers)
             else:
                 tables, counts = {name: SCHEMAS[name].empty_table() for name in (TABLE, STATE)}, Counts()
         finally:

@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from importlib.metadata import version
 
 import numpy as np
 from otava.analysis import TTestSignificanceTester, TTestStats, merge
@@ -53,23 +52,16 @@ from otava.change_point_divisive.base import CandidateChangePoint, ChangePoint
 from otava.change_point_divisive.calculator import PairDistanceCalculator
 from otava.change_point_divisive.detector import ChangePointDetector
 
-WINDOW = 50
-MAX_PVALUE = 0.001
-MIN_MAGNITUDE = 0.05
-# Fewer points than this and a t-test over the two sides says little.
-MIN_POINTS = 10
-# Otava's split step looks for weak change points at a relaxed p-value, as compute_change_points.
-FIRST_PASS_PVALUE = MAX_PVALUE * 10 if MAX_PVALUE < 0.05 else (MAX_PVALUE * 2 if MAX_PVALUE < 0.5 else MAX_PVALUE)
-STEP = int(WINDOW / 2)
+from liger_warehouse.analysis.otava_method import (
+    FIRST_PASS_PVALUE,
+    MAX_PVALUE,
+    MIN_MAGNITUDE,
+    MIN_POINTS,
+    STEP,
+    WINDOW,
+)
+
 _POINT = np.dtype([("seq", "<i8"), ("p50", "<f8")])
-
-
-def method() -> str:
-    """What produced the table, stored with every row so a reader can tell runs apart."""
-    return (
-        f"apache-otava {version('apache-otava')} e-divisive: window={WINDOW} "
-        f"max_pvalue={MAX_PVALUE} min_magnitude={MIN_MAGNITUDE} min_points={MIN_POINTS}"
-    )
 
 
 @dataclass
@@ -99,6 +91,55 @@ class SeriesState:
     resume_index: int
     weak: list[Weak]  # the weak change points of the complete windows, by index
     found: list[tuple[int, float]]  # (index, pvalue) of the change points reported
+
+    @classmethod
+    def from_row(cls, row: dict) -> SeriesState:
+        """The state of a ``change_point_state`` row (as ``pyarrow``'s ``to_pylist`` gives it)."""
+        return cls(
+            points=row["points"],
+            last_seq=row["last_seq"],
+            prefix_digest=row["prefix_digest"],
+            resume_index=row["resume_index"],
+            weak=[
+                Weak(
+                    w["index"],
+                    w["qhat"],
+                    w["left"],
+                    w["right"],
+                    TTestStats(
+                        mean_1=w["mean_1"], mean_2=w["mean_2"], std_1=w["std_1"], std_2=w["std_2"], pvalue=w["pvalue"]
+                    ),
+                )
+                for w in row["weak_change_points"]
+            ],
+            found=[(c["index"], c["pvalue"]) for c in row["change_points"]],
+        )
+
+    def to_row(self, series_digest: str, label: str) -> dict:
+        """The ``change_point_state`` row of series ``series_digest``, computed by ``label``."""
+        return {
+            "series_digest": series_digest,
+            "points": self.points,
+            "last_seq": self.last_seq,
+            "prefix_digest": self.prefix_digest,
+            "resume_index": self.resume_index,
+            "weak_change_points": [
+                {
+                    "index": w.index,
+                    "qhat": w.qhat,
+                    "left": w.left,
+                    "right": w.right,
+                    "mean_1": w.stats.mean_1,
+                    "mean_2": w.stats.mean_2,
+                    "std_1": w.stats.std_1,
+                    "std_2": w.stats.std_2,
+                    "pvalue": w.stats.pvalue,
+                }
+                for w in self.weak
+            ],
+            "change_points": [{"index": i, "pvalue": p} for i, p in self.found],
+            "method": label,
+        }
 
 
 def split_windows(

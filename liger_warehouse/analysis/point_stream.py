@@ -15,12 +15,12 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from otava.analysis import TTestStats
 
-from liger_warehouse.analysis.otava_split import SeriesState, Weak, method
+from liger_warehouse.analysis.otava_method import method
 from liger_warehouse.model.revisions import GH_PAGES
 from liger_warehouse.model.tables import SCHEMAS
 
+TABLE = "fact_change_point"
 STATE = "change_point_state"
 
 
@@ -125,45 +125,22 @@ def series_of(batches: Iterable[pa.RecordBatch]) -> Iterator[Series]:
         yield flush()
 
 
-def states_of(batches: Iterable[pa.RecordBatch]) -> Iterator[tuple[tuple[int, str], SeriesState]]:
+def prior_rows(batches: Iterable[pa.RecordBatch]) -> Iterator[tuple[tuple[int, str], dict]]:
+    """The prior ``change_point_state`` rows of ``state_sql``, each with its series' sort key
+    (decoded where the series is analysed: ``SeriesState.from_row``)."""
     for batch in batches:
         for row in batch.to_pylist():
-            yield (
-                (row["h"], row["series_digest"]),
-                SeriesState(
-                    points=row["points"],
-                    last_seq=row["last_seq"],
-                    prefix_digest=row["prefix_digest"],
-                    resume_index=row["resume_index"],
-                    weak=[
-                        Weak(
-                            w["index"],
-                            w["qhat"],
-                            w["left"],
-                            w["right"],
-                            TTestStats(
-                                mean_1=w["mean_1"],
-                                mean_2=w["mean_2"],
-                                std_1=w["std_1"],
-                                std_2=w["std_2"],
-                                pvalue=w["pvalue"],
-                            ),
-                        )
-                        for w in row["weak_change_points"]
-                    ],
-                    found=[(c["index"], c["pvalue"]) for c in row["change_points"]],
-                ),
-            )
+            yield (row["h"], row["series_digest"]), row
 
 
 class Join:
     """Merge-join of the series stream with the prior state, both in the same order."""
 
-    def __init__(self, states: Iterator[tuple[tuple[int, str], SeriesState]]) -> None:
+    def __init__(self, states: Iterator[tuple[tuple[int, str], dict]]) -> None:
         self._states = states
         self._next = next(self._states, None)
 
-    def get(self, key: tuple[int, str]) -> SeriesState | None:
+    def get(self, key: tuple[int, str]) -> dict | None:
         while self._next is not None and self._next[0] < key:
             self._next = next(self._states, None)
         if self._next is not None and self._next[0] == key:

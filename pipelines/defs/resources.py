@@ -1,5 +1,6 @@
 """Typed resources: where the warehouse lives and where upstream is read from."""
 
+import os
 from pathlib import Path
 
 import dagster as dg
@@ -32,6 +33,20 @@ class WarehouseResource(dg.ConfigurableResource):
     def database_path(self) -> Path:
         """The local liger.duckdb: in the root, or a cache copy for an object-store root."""
         return database_path(self.storage())
+
+
+class ChangePointResource(dg.ConfigurableResource):
+    """How many processes compute change points (liger_warehouse/analysis/series_pool.py). With
+    more than one, their fork server starts with the run, so it imports Otava and SciPy while
+    the steps before the change points run, not when they start."""
+
+    workers: int = 1
+
+    def setup_for_execution(self, context: dg.InitResourceContext) -> None:
+        if self.workers > 1:
+            from liger_warehouse.analysis.series_pool import start_fork_server
+
+            start_fork_server()
 
 
 class UpstreamResource(dg.ConfigurableResource):
@@ -69,6 +84,7 @@ def resources() -> dg.Definitions:
     return dg.Definitions(
         resources={
             "warehouse": WarehouseResource(root=s.dir),
+            "change_points": ChangePointResource(workers=s.change_point_workers or os.cpu_count() or 1),
             "upstream": UpstreamResource(
                 upstream=s.upstream,
                 api_base=s.github_api,

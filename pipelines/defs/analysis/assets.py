@@ -4,7 +4,7 @@ import dagster as dg
 
 from liger_warehouse.analysis import derived
 from liger_warehouse.model.tables import CHANGE_POINT_TABLES, DESCRIPTIONS, SQL_MODELS
-from pipelines.defs.resources import WarehouseResource
+from pipelines.defs.resources import ChangePointResource, WarehouseResource
 from pipelines.defs.warehouse.assets import column_schema
 from pipelines.defs.warehouse.handoff import CHANGE_POINT_STEP, INGEST_STEP, STAGED, staged_input
 
@@ -28,19 +28,22 @@ def _specs() -> list[dg.AssetSpec]:
 
 
 @dg.multi_asset(specs=_specs(), can_subset=False)
-def fact_change_point(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
+def fact_change_point(
+    context: dg.AssetExecutionContext, warehouse: WarehouseResource, change_points: ChangePointResource
+):
     """Change points of every series' gh-pages run history (Apache Otava e-divisive), added to
     the staged generation so they are published atomically with the facts they come from.
     Each series resumes from the published change_point_state when its history only grew.
 
     The staged generation is the one the latest ``fact_result`` names (this run's in a refresh):
     materialized alone, it adds to what was last staged, and fails when that was published."""
-    # Otava and SciPy load with the step that uses them, not with the definitions.
-    from liger_warehouse.analysis import change_points
+    # The analysis loads with the step that uses it, not with the definitions (and Otava and
+    # SciPy only where series are analysed: liger_warehouse/analysis/series_pool.py).
+    from liger_warehouse.analysis import change_points as detection
 
     gens = warehouse.generations()
     gen = staged_input(context, gens, [INGEST_STEP])
-    parts, counts = change_points.add_to_generation(gens, gen)
+    parts, counts = detection.add_to_generation(gens, gen, change_points.workers)
     context.log.info(
         f"change points of {counts.series} series: {counts.resumed} resumed, "
         f"{counts.unchanged} unchanged, {counts.from_scratch} from scratch"
@@ -53,7 +56,7 @@ def fact_change_point(context: dg.AssetExecutionContext, warehouse: WarehouseRes
                 "dagster/column_schema": column_schema(name),
                 STAGED: gen.id,
                 "part": part.file,
-                "method": change_points.method(),
+                "method": detection.method(),
                 **counts.as_metadata(),
             },
         )
