@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 from otava.analysis import compute_change_points
 
-from liger_warehouse.analysis import change_points, otava_method, otava_split
+from liger_warehouse.analysis import change_points, otava_method, otava_split, point_stream
 from liger_warehouse.serve.database import build_database
 from liger_warehouse.store.generations import GenerationStore
 from liger_warehouse.store.storage import Storage
@@ -89,6 +89,28 @@ def test_the_most_recent_result_of_a_run_stands_for_it():
     points = change_points.run_points(results, revisions)
     assert points.height == 12
     assert points.filter(pl.col("seq") == 12)["p50"].to_list() == [2.0]
+
+
+def test_a_run_split_between_stream_batches_still_has_one_point():
+    """The stream of points comes in batches that may end inside a series, or inside a run of a
+    series: whatever the batch size, each series gets the first row of each of its runs."""
+    rng = np.random.default_rng(5)
+    rows = [
+        (h, f"s{h}", seq, seq, float(rng.normal()))
+        for h in range(6)
+        for seq in range(1, 9)
+        for _ in range(int(rng.integers(1, 4)))
+    ]
+    table = pa.table({name: [r[i] for r in rows] for i, name in enumerate(["h", "series_digest", "seq", "rid", "p50"])})
+    expected = defaultdict(dict)
+    for h, digest, seq, _, p50 in rows:
+        expected[(h, digest)].setdefault(seq, p50)
+    for size in (1, 2, 3, 5, 8, len(rows)):
+        got = {
+            s.key: dict(zip(s.seqs.tolist(), s.values.tolist(), strict=True))
+            for s in point_stream.series_of(table.to_batches(max_chunksize=size))
+        }
+        assert got == expected, size
 
 
 def test_a_tie_in_time_goes_to_the_smallest_digest_and_detection_sees_the_standing_result():

@@ -85,41 +85,45 @@ class Series:
         return self.key[1]
 
 
+def _standing(seqs: np.ndarray, starts: np.ndarray, continued: int | None) -> np.ndarray:
+    """Which rows of a batch stand for their run: the first of each series and run (the order of
+    points_sql). ``starts`` are the rows where a series starts; ``continued`` is the last run of
+    the series that the batch's first row continues (None: it starts a series)."""
+    first = np.ones(len(seqs), dtype=bool)
+    np.not_equal(seqs[1:], seqs[:-1], out=first[1:])
+    first[starts] = True
+    first[0] = continued is None or seqs[0] != continued
+    return np.flatnonzero(first)
+
+
 def series_of(batches: Iterable[pa.RecordBatch]) -> Iterator[Series]:
     """One series at a time, one point per run, from batches of ``points_sql``."""
     key, pending = None, []
 
     def flush() -> Series:
-        seqs = np.concatenate([p[0] for p in pending])
-        # The first row of a run stands for it (the order of points_sql).
-        first = np.empty(len(seqs), dtype=bool)
-        first[0] = True
-        np.not_equal(seqs[1:], seqs[:-1], out=first[1:])
-        return Series(
-            key,
-            seqs[first],
-            np.concatenate([p[1] for p in pending])[first],
-            np.concatenate([p[2] for p in pending])[first],
-        )
+        parts = [np.concatenate(column) if len(column) > 1 else column[0] for column in zip(*pending, strict=True)]
+        return Series(key, *parts)
 
     for batch in batches:
         if batch.num_rows == 0:
             continue
         runs = pc.run_end_encode(batch.column("series_digest"))
         ends = runs.run_ends.to_numpy()
-        digests = runs.values.to_pylist()
-        hashes = batch.column("h").to_numpy()
+        starts = np.concatenate([[0], ends[:-1]])
+        keys = list(zip(batch.column("h").to_numpy()[starts].tolist(), runs.values.to_pylist(), strict=True))
         seqs = batch.column("seq").to_numpy().astype(np.int64)
-        values = batch.column("p50").to_numpy(zero_copy_only=False).astype(np.float64)
-        rids = batch.column("rid").to_numpy()
+        keep = _standing(seqs, starts, int(pending[-1][0][-1]) if pending and keys[0] == key else None)
+        seqs = seqs[keep]
+        values = batch.column("p50").to_numpy(zero_copy_only=False).astype(np.float64)[keep]
+        rids = batch.column("rid").to_numpy()[keep]
         begin = 0
-        for digest, end in zip(digests, ends, strict=True):
-            k = (int(hashes[begin]), digest)
+        for k, end in zip(keys, np.searchsorted(keep, ends), strict=True):
             if k != key and pending:
                 yield flush()
                 pending = []
             key = k
-            pending.append((seqs[begin:end], values[begin:end], rids[begin:end]))
+            if end > begin:  # empty when the batch only repeats the run its series ended with
+                pending.append((seqs[begin:end], values[begin:end], rids[begin:end]))
             begin = end
     if pending:
         yield flush()
