@@ -70,7 +70,8 @@ def test_the_first_publish_is_the_baseline_and_a_new_release_is_judged(tmp_path:
     assert len(want) == 1 and not check["passed"]
     assert check["new_regressions"] == 1 and "99.0.0" in check["compared"]
     gens = GenerationStore(Storage(str(root)))
-    new = regression_watch.new_in_refresh(gens, gens.current(), root / "liger.duckdb")
+    read = regression_watch.read(gens.storage, root / "liger.duckdb")
+    new = regression_watch.new_in_refresh(gens, gens.current(), read)
     assert sorted(r[new.columns.index("series_digest")] for r in new.rows) == want
 
 

@@ -20,12 +20,15 @@ streams the points, merge-joins them with the prior state and writes the tables.
 
 Cost: the points are computed by DuckDB over the generation's Parquet parts with a memory
 limit (``MEMORY_LIMIT``) and a local spill directory, streamed in Arrow batches ordered by
-series, and analysed one series at a time; the prior state is merge-joined from a second
-ordered stream. Memory holds DuckDB's buffers, one series and the output (a row per change
-point and per series), never the history. What stays proportional to the history is the
-scan and sort of the gh-pages results, the digest of every point, Otava's final t-tests and
-merge over every weak change point of a resumed series (both need the whole series), and
-the segment medians around its change points.
+series; the prior state is merge-joined from a second ordered stream. The series go out in
+batches of about ``BATCH_POINTS`` points to worker processes (``series_pool.py``: one per core
+in a refresh, started with the run), each batch analysed one series at a time
+(``series_rows.py``); the tables are the same whichever worker took a batch, since they are
+sorted by series at the end. Memory holds DuckDB's buffers, a few batches per worker and the
+output (a row per change point and per series), never the history. What stays proportional to
+the history is the scan and sort of the gh-pages results, the digest of every point, Otava's
+final t-tests and merge over every weak change point of a resumed series (both need the whole
+series), and the segment medians around its change points.
 """
 
 from __future__ import annotations
@@ -52,7 +55,7 @@ from liger_warehouse.analysis.point_stream import (
     state_sql,
 )
 from liger_warehouse.analysis.series_batch import BATCH_POINTS, Counts, batches
-from liger_warehouse.analysis.series_pool import analyzed
+from liger_warehouse.analysis.series_pool import SeriesPool, analyzed, series_pool
 from liger_warehouse.model.tables import SCHEMAS
 from liger_warehouse.store.generations import Generation, GenerationStore, Part
 
@@ -79,12 +82,12 @@ def _run(
     results: str,
     revisions: pa.Table,
     state: str | pa.Table | None,
-    workers: int = 1,
+    pool: SeriesPool | None = None,
     batch_points: int = BATCH_POINTS,
 ) -> tuple[dict[str, pa.Table], Counts]:
     """Both tables from ``results`` (a relation over fact_result) and the prior ``state`` (a
-    relation or table of change_point_state; None for none), the series analysed on
-    ``workers`` processes in batches of about ``batch_points`` points."""
+    relation or table of change_point_state; None for none), the series analysed on ``pool``
+    (None: in this process) in batches of about ``batch_points`` points."""
     runs = run_table(revisions)
     con.register("cp_runs", runs)
     prior: Iterable[pa.RecordBatch] = []
@@ -100,7 +103,7 @@ def _run(
     work = batches(series, Join(prior_rows(prior)), batch_points)
     parts: dict[str, list[pa.Table]] = {TABLE: [], STATE: []}
     counts = Counts()
-    for done in analyzed(work, runs.column("revision_digest").to_pylist(), workers):
+    for done in analyzed(work, runs.column("revision_digest").to_pylist(), pool):
         for name, table in done.tables.items():
             parts[name].append(table)
         counts.merge(done.counts)
@@ -140,9 +143,9 @@ def compute_with_state(
     """``fact_change_point`` and ``change_point_state`` of one generation, resuming each series
     from ``state`` (the previous ``change_point_state``) where it can; the series analysed on
     ``workers`` processes, in batches of about ``batch_points`` points (series_pool.py)."""
-    with duckdb.connect() as con:
+    with duckdb.connect() as con, series_pool(workers) as pool:
         con.register("cp_results", results.to_arrow())
-        tables, counts = _run(con, "cp_results", revisions.to_arrow(), state, workers, batch_points)
+        tables, counts = _run(con, "cp_results", revisions.to_arrow(), state, pool, batch_points)
     return tables[TABLE], tables[STATE], counts
 
 
@@ -169,10 +172,12 @@ def prior_state_parts(gens: GenerationStore, gen: Generation) -> list[Part]:
         return []
 
 
-def add_to_generation(gens: GenerationStore, gen: Generation, workers: int = 1) -> tuple[dict[str, Part], Counts]:
-    """Compute the change points of staged generation ``gen`` on ``workers`` processes and
-    re-stage it with them and their state (``GenerationStore.restage``: refused once ``gen`` is
-    published or superseded).
+def add_to_generation(
+    gens: GenerationStore, gen: Generation, pool: SeriesPool | None = None
+) -> tuple[dict[str, Part], Counts]:
+    """Compute the change points of staged generation ``gen`` (on ``pool``'s workers; None: in
+    this process) and re-stage it with them and their state (``GenerationStore.restage``:
+    refused once ``gen`` is published or superseded).
 
     The parts are named by their content, so a refresh that changes no gh-pages run writes no
     new file and the new generation references the same parts as the last one.
@@ -191,7 +196,7 @@ def add_to_generation(gens: GenerationStore, gen: Generation, workers: int = 1) 
             state = [gens.storage.uri(p.file) for p in prior_state_parts(gens, gen)]
             if results:
                 prior = _parquet(state) if state else None
-                tables, counts = _run(con, _parquet(results), revisions, prior, workers)
+                tables, counts = _run(con, _parquet(results), revisions, prior, pool)
             else:
                 tables, counts = {name: SCHEMAS[name].empty_table() for name in (TABLE, STATE)}, Counts()
         finally:

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import pyarrow as pa
 
@@ -33,8 +33,8 @@ class Counts:
         setattr(self, how, getattr(self, how) + 1)
 
     def merge(self, other: Counts) -> None:
-        for name in ("series", "resumed", "unchanged", "from_scratch", "points"):
-            setattr(self, name, getattr(self, name) + getattr(other, name))
+        for f in fields(self):
+            setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
 
     def as_metadata(self) -> dict[str, int]:
         return {

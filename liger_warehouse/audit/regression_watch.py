@@ -28,7 +28,7 @@ SHOWN = ("kernel", "provider", "mode", "metric", "gpu", "workload", "base_versio
 MAX_ROWS = 20
 NEWEST_FIRST = (
     "select r.* from regressions as r join dim_build as b on b.build = r.head_version "
-    "where r.verdict = 'regression' {where} order by b.build_rank desc, r.adjusted_change desc, r.kernel"
+    "where r.verdict = 'regression' order by b.build_rank desc, r.adjusted_change desc, r.kernel"
 )
 
 
@@ -46,16 +46,12 @@ class Regressions:
         return self.note is None
 
 
-def _query(storage: Storage, database: Path, where: str = "", params: list | None = None) -> Regressions:
-    with open_duckdb(storage, str(database), read_only=True) as con:
-        cursor = con.execute(NEWEST_FIRST.format(where=where), params or [])
-        return Regressions([d[0] for d in cursor.description], cursor.fetchall())
-
-
 def read(storage: Storage, database: Path) -> Regressions:
     """Every regression of the liger.duckdb at ``database``, newest build first."""
     try:
-        return _query(storage, database)
+        with open_duckdb(storage, str(database), read_only=True) as con:
+            cursor = con.execute(NEWEST_FIRST)
+            return Regressions([d[0] for d in cursor.description], cursor.fetchall())
     except duckdb.Error as exc:
         return Regressions(note=f"could not read the {VIEW} view: {exc}")
 
@@ -68,11 +64,14 @@ def changed_builds(gens: GenerationStore, before: Generation, after: Generation)
     return sorted(r["build"] for r in now if was.get(r["build"]) != r)
 
 
-def new_in_refresh(gens: GenerationStore, after: Generation, database: Path) -> Regressions:
-    """The regressions of ``database`` (showing ``after``) in steps whose head build the refresh
-    that published ``after`` created or changed."""
+def new_in_refresh(gens: GenerationStore, after: Generation, regressions: Regressions) -> Regressions:
+    """The rows of ``regressions`` (``read`` from the liger.duckdb showing ``after``) in steps
+    whose head build the refresh that published ``after`` created or changed. A filter of the
+    rows already read: the view is not evaluated a second time."""
+    if not regressions.available:
+        return regressions
     if not after.parent:
-        held = len(read(gens.storage, database).rows)
+        held = len(regressions.rows)
         return Regressions(note=f"first publish, nothing to compare with: the history holds {held} regressions")
     before = gens.load(after.parent)
     if not before.parts("dim_build"):
@@ -80,7 +79,8 @@ def new_in_refresh(gens: GenerationStore, after: Generation, database: Path) -> 
     builds = changed_builds(gens, before, after)
     if not builds:
         return Regressions(compared="no build changed")
-    found = _query(gens.storage, database, "and r.head_version in (select unnest(?))", [builds])
+    head, changed = regressions.columns.index("head_version"), set(builds)
+    found = Regressions(regressions.columns, [row for row in regressions.rows if row[head] in changed])
     found.compared = f"steps into the {len(builds)} builds this refresh changed: {', '.join(builds[:5])}" + (
         ", …" if len(builds) > 5 else ""
     )

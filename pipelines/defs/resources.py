@@ -4,8 +4,10 @@ import os
 from pathlib import Path
 
 import dagster as dg
+from pydantic import PrivateAttr
 
 from liger_warehouse import settings
+from liger_warehouse.analysis.series_pool import SeriesPool
 from liger_warehouse.serve.database import database_path
 from liger_warehouse.settings import DEFAULT_API_BASE, DEFAULT_RAW_BASE, DEFAULT_UPSTREAM
 from liger_warehouse.store.generations import GenerationStore
@@ -36,17 +38,33 @@ class WarehouseResource(dg.ConfigurableResource):
 
 
 class ChangePointResource(dg.ConfigurableResource):
-    """How many processes compute change points (liger_warehouse/analysis/series_pool.py). With
-    more than one, their fork server starts with the run, so it imports Otava and SciPy while
-    the steps before the change points run, not when they start."""
+    """The processes that compute change points (liger_warehouse/analysis/series_pool.py). With
+    more than one, they start with the run, so they load Otava and SciPy while the steps before
+    the change points run, and stop with it."""
 
     workers: int = 1
+    _pool: SeriesPool | None = PrivateAttr(None)
 
     def setup_for_execution(self, context: dg.InitResourceContext) -> None:
-        if self.workers > 1:
-            from liger_warehouse.analysis.series_pool import start_fork_server
+        if self.workers <= 1:
+            return
+        pool = SeriesPool(self.workers)
+        try:
+            pool.start()
+        except OSError as exc:  # e.g. a TMPDIR too long for the fork server's socket path
+            pool.close()
+            context.log.warning(f"change points are computed in the step's process: no worker could start: {exc}")
+        else:
+            self._pool = pool
 
-            start_fork_server()
+    def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
+
+    def pool(self) -> SeriesPool | None:
+        """The started workers; None to compute in the step's own process."""
+        return self._pool
 
 
 class UpstreamResource(dg.ConfigurableResource):

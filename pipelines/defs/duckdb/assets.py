@@ -84,7 +84,7 @@ def liger_duckdb(warehouse: WarehouseResource):
     build_database(gens, gen, path)
     publish_database(gens.storage, path)
     after = regression_watch.read(gens.storage, path)
-    new = regression_watch.new_in_refresh(gens, gen, path)
+    new = regression_watch.new_in_refresh(gens, gen, after)
     catalog = _catalog(warehouse, path)
     yield dg.MaterializeResult(
         metadata={
