@@ -1,5 +1,6 @@
 """A refresh derives what its new facts touch, and the derived tables are those a derivation from
-scratch gives, table by table and byte for byte.
+scratch gives, table by table and byte for byte (and `fact_build_point` the same derived a batch of
+builds at a time, as a build from scratch at 10^7 results derives it).
 
 A cut of the upstream mirror gains one gh-pages run per refresh: a nightly, a nightly of the
 commit 0.7.0 is released from, then the 0.7.0 release run itself, listed after it (upstream lists
@@ -72,5 +73,10 @@ def test_each_refresh_derives_what_it_touched_and_matches_a_derivation_from_scra
             ], name
             assert gens.read_table(scratch_gen, name).equals(incremental[name]), name
             assert incremental[name].num_rows > 0, name
+        # fact_build_point from scratch a batch of builds at a time, here one build per batch
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(derived, "BATCH_RESULTS", 1)
+            batched = derived.add_to_generation(gens, replace(scratch_gen, id=f"{published.id}-batched"), True)
+        assert batched["fact_build_point"] == scratch_parts["fact_build_point"]
         # after the derivation from scratch, which writes the same files again
         written = {f: (root / f).stat().st_mtime_ns for f in run_parts.values()}

@@ -42,6 +42,9 @@ from liger_warehouse.serve.sql_files import declared_reads
 from liger_warehouse.store.generations import Generation, GenerationStore, Part
 
 MODEL_DIR = SQL_DIR / "derived"
+# Results per batch of builds when fact_build_point is derived from scratch: at 10^7 results
+# the whole derivation in one query ran out of DuckDB's 1 GB limit, and so did batches of 2M.
+BATCH_RESULTS = 500_000
 # Rows in a stable order, so that an unchanged table is the same bytes and keeps its part.
 ORDER = {
     "dim_series": ["series_digest"],
@@ -158,15 +161,24 @@ class _Incremental:
         return [self.content_part("dim_series", _sorted("dim_series", pa.concat_tables([held, added])))]
 
     def build_points(self, con: duckdb.DuckDBPyConnection, run_points: list[Part]) -> list[Part]:
-        """The builds whose points changed re-derived; the other builds' rows carried."""
+        """The builds whose points changed re-derived; the other builds' rows carried. From
+        scratch, every build, a batch of builds at a time: the model's medians and source lists
+        hold all of a group's points, which at 10^7 results overflow DuckDB's memory limit."""
         if self.prior is None:
-            return [self.content_part("fact_build_point", _derive(con, "fact_build_point"))]
+            batches = [self._derive_builds(con, run_points, builds) for builds in _build_batches(con)]
+            rows = pa.concat_tables(batches) if batches else _derive(con, "fact_build_point")
+            return [self.content_part("fact_build_point", _sorted("fact_build_point", rows))]
         touched = self._touched_builds(run_points)
         if not len(touched):
             return self.prior.parts("fact_build_point")
         held = self.gens.read_table(self.prior, "fact_build_point").cast(SCHEMAS["fact_build_point"])
         kept = held.filter(pc.invert(pc.is_in(held["build"], touched)))
-        con.register("touched_build", pa.table({"build": touched}))
+        rows = pa.concat_tables([kept, self._derive_builds(con, run_points, touched)])
+        return [self.content_part("fact_build_point", _sorted("fact_build_point", rows))]
+
+    def _derive_builds(self, con: duckdb.DuckDBPyConnection, run_points: list[Part], builds: pa.Array) -> pa.Table:
+        """fact_build_point's rows of ``builds``: the model over views narrowed to their points."""
+        con.register("touched_build", pa.table({"build": builds}))
         views = {
             "fact_run_point": (run_points, "build in (select build from touched_build)"),
             # A main-branch or imported row stands for its version's release build.
@@ -177,8 +189,7 @@ class _Incremental:
         }
         with _narrowed(con, self.gen, views):
             found = _derive(con, "fact_build_point")
-        rows = pa.concat_tables([kept, found.filter(pc.is_in(found["build"], touched))])
-        return [self.content_part("fact_build_point", _sorted("fact_build_point", rows))]
+        return found.filter(pc.is_in(found["build"], builds))
 
     def _touched_builds(self, run_points: list[Part]) -> pa.Array:
         """Builds of run parts that came or went, and the versions (their release builds) of
@@ -196,6 +207,21 @@ class _Incremental:
     def content_part(self, table: str, data: pa.Table) -> Part:
         # Keyed by the derivation version: a later refresh carries it only under the same SQL.
         return replace(self.gens.write_content_part(table, data), key=derivation_version())
+
+
+def _build_batches(con: duckdb.DuckDBPyConnection) -> Iterator[pa.Array]:
+    """Every build of ``dim_build`` in release order, in batches of at most ``BATCH_RESULTS``
+    results (a build with more is a batch of its own)."""
+    batch: list[str] = []
+    held = 0
+    for build, results in con.execute("select build, results from dim_build order by build_rank").fetchall():
+        if batch and held + results > BATCH_RESULTS:
+            yield pa.array(batch, pa.string())
+            batch, held = [], 0
+        batch.append(build)
+        held += results
+    if batch:
+        yield pa.array(batch, pa.string())
 
 
 def _carried(prior: Generation, table: str) -> bool:
