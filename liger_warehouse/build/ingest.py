@@ -41,8 +41,7 @@ class GenerationBuilder:
     published itself; the new generation then carries the migration and replaces the published one.
 
     ``rows`` reads the records of new revisions: upstream CSV files unless a source of another
-    format says otherwise (the kernelindex importer). ``rederive`` stages a generation even when
-    upstream holds nothing new, for the later steps to derive its tables again."""
+    format says otherwise (the kernelindex importer)."""
 
     def __init__(
         self,
@@ -51,7 +50,6 @@ class GenerationBuilder:
         now: datetime | None = None,
         base: Generation | None = None,
         rows: RowSource | None = None,
-        rederive: bool = False,
     ) -> None:
         self.gens = gens
         self.raw = raw
@@ -67,7 +65,6 @@ class GenerationBuilder:
         )
         # A migration is published even when upstream holds nothing new.
         self.assembler = GenerationAssembler(gens, self.prior, gen, changed=base is not None)
-        self.rederive = rederive
         self.summary: Summary = self.assembler.summary
         revisions = gens.read_table(self.prior, "dim_upstream_revision").to_pylist()
         self.revisions: dict[str, dict] = {r["revision_digest"]: r for r in revisions}
@@ -76,9 +73,14 @@ class GenerationBuilder:
         self.normalizer = RevisionNormalizer(self.dims)
 
     def build(
-        self, listing: UpstreamListing, contents: dict[str, str], withdraw: str | None = None
+        self,
+        listing: UpstreamListing,
+        contents: dict[str, str],
+        withdraw: str | None = None,
+        rederive: bool = False,
     ) -> Generation | None:
-        """Stage the next generation, or return None when upstream holds nothing new.
+        """Stage the next generation, or return None when upstream holds nothing new (and
+        ``rederive``, the later steps deriving its tables again, is not asked for).
 
         ``contents`` maps the revision digest of each fetched revision to its raw snapshot;
         ``withdraw`` names an import source none of whose revisions stays head.
@@ -104,9 +106,9 @@ class GenerationBuilder:
         assembler.write_golden(listing.golden_commits)
         self.summary.warnings += listing.problems
         self.summary.warnings += [f"GPU {g!r} is not in the GPU catalog" for g in sorted(self.dims.unknown_gpus)]
-        if not (assembler.changed or self.rederive):
+        if not (assembler.changed or rederive):
             return None
-        assembler.gen.summary = assembler.summary_dict(self.migration, withdraw, self.rederive)
+        assembler.gen.summary = assembler.summary_dict(self.migration, withdraw, rederive)
         failpoint("staging")
         self.gens.stage(assembler.gen)
         return assembler.gen

@@ -105,12 +105,11 @@ def warehouse_tables(
     gens = warehouse.generations()
     with gens.try_lock("build"):
         base = migrate(gens, warehouse.raw())
-        published = gens.current()
-        rederive = bool(published.id) and not derived_current(published)
+        builder = GenerationBuilder(gens, warehouse.raw(), base=base)
+        rederive = bool(builder.prior.id) and not derived_current(builder.prior)
         if rederive:
-            context.log.info(f"generation {published.id} was derived by other SQL: staging one to derive it again")
-        builder = GenerationBuilder(gens, warehouse.raw(), base=base, rederive=rederive)
-        gen = builder.build(upstream_snapshots.listing, upstream_snapshots.contents)
+            context.log.info(f"generation {builder.prior.id} was derived by other SQL: staging one to derive it again")
+        gen = builder.build(upstream_snapshots.listing, upstream_snapshots.contents, rederive=rederive)
     summary = builder.summary
     if builder.migration:
         context.log.info(f"migrated to schema version {builder.migration['schema_version']}: {builder.migration}")
