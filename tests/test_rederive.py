@@ -11,13 +11,10 @@ derives. The refresh after it finds nothing new again.
 
 from __future__ import annotations
 
-import io
 import os
 import random
-import shutil
 import subprocess
 import sys
-import tarfile
 from pathlib import Path
 
 import pyarrow as pa
@@ -27,37 +24,16 @@ from liger_warehouse.analysis.derived import ORDER, derived_current
 from liger_warehouse.model.tables import INGESTED, SQL_MODELS
 from liger_warehouse.store.generations import GenerationStore
 from liger_warehouse.store.storage import Storage
+from tests.old_code import BUILD, extract, git
 from tests.reliability.published import cli_env, cli_script, dagster_home
 from tests.tiny_mirror import row, write_mirror
-
-REPO = Path(__file__).resolve().parents[1]
-BUILD = """
-import sys
-import dagster as dg
-from pipelines.definitions import load
-with dg.DagsterInstance.ephemeral() as instance:
-    result = load().resolve_job_def("refresh").execute_in_process(instance=instance, raise_on_error=False)
-sys.exit(0 if result.success else 1)
-"""
-
-
-def _git(*args: str) -> bytes:
-    return subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, check=True).stdout
 
 
 @pytest.fixture(scope="module")
 def old_code(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The project as it was just before its SQL last changed."""
-    if shutil.which("git") is None:
-        pytest.skip("git is not installed: the old code comes from the repository's history")
-    try:
-        last = _git("log", "-1", "--no-merges", "--format=%H", "--", "sql").decode().strip()
-        archive = _git("archive", "--format=tar", f"{last}^")
-    except subprocess.CalledProcessError:
-        pytest.skip("not a git checkout with history: the old code comes from the repository's history")
-    code = tmp_path_factory.mktemp("old-code")
-    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-        tar.extractall(code, filter="data")
+    last = git("log", "-1", "--no-merges", "--format=%H", "--", "sql").decode().strip()
+    code = extract(f"{last}^", tmp_path_factory.mktemp("old-code"))
     if not (code / "liger_warehouse" / "cli").is_dir() or not (code / "sql" / "__init__.py").is_file():
         pytest.skip("the commit before the last SQL change has another package layout")
     # Installed, liger_warehouse.sql is today's top-level sql/ (setup.py): the old package reads its own.

@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import io
 import json
 import os
 import re
 import shutil
 import subprocess
 import sys
-import tarfile
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +33,7 @@ from liger_warehouse.store.raw import RawStore
 from liger_warehouse.store.storage import Storage
 from tests import expected
 from tests.conftest import FAST_RETRIES, MIRROR, env, refresh
+from tests.old_code import BUILD, REPO, extract, git
 from tests.plain_duckdb import open_views
 from tests.reliability.published import (
     Published,
@@ -45,17 +44,8 @@ from tests.reliability.published import (
     step_failures,
 )
 
-REPO = Path(__file__).resolve().parents[1]
 DOCS = REPO / "docs" / "SCHEMA.md"
 DIGESTS = ("protocol", "implementation", "series", "workload", "environment")
-BUILD = """
-import sys
-import dagster as dg
-from pipelines.definitions import load
-with dg.DagsterInstance.ephemeral() as instance:
-    result = load().resolve_job_def("refresh").execute_in_process(instance=instance, raise_on_error=False)
-sys.exit(0 if result.success else 1)
-"""
 CLI = "from pipelines.cli import app; app()"
 
 
@@ -64,27 +54,15 @@ def _sha(identity: dict) -> str:
     return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
 
-def _git(*args: str) -> bytes:
-    return subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, check=True).stdout
-
-
 @pytest.fixture(scope="module")
 def schema_one_code(tmp_path_factory) -> Path:
     """The project as it was just before schema version 2."""
-    if shutil.which("git") is None:
-        pytest.skip("git is not installed: the schema-1 code comes from the repository's history")
-    try:
-        # The oldest commit that changed the count is the one that introduced it: the move of
-        # tables.py into liger_warehouse/model/ changed it again, later.
-        changed = _git("log", "--format=%H", "-S", "SCHEMA_VERSION = 2", "--", "pipelines/tables.py").split()
-    except subprocess.CalledProcessError:
-        pytest.skip("not a git checkout: the schema-1 code comes from the repository's history")
+    # The oldest commit that changed the count is the one that introduced it: the move of
+    # tables.py into liger_warehouse/model/ changed it again, later.
+    changed = git("log", "--format=%H", "-S", "SCHEMA_VERSION = 2", "--", "pipelines/tables.py").split()
     if not changed:
         pytest.skip("schema version 2 is not committed yet")
-    code = tmp_path_factory.mktemp("schema-one-code")
-    archive = _git("archive", "--format=tar", f"{changed[-1].decode()}^")
-    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-        tar.extractall(code, filter="data")
+    code = extract(f"{changed[-1].decode()}^", tmp_path_factory.mktemp("schema-one-code"))
     assert "SCHEMA_VERSION" not in (code / "pipelines" / "tables.py").read_text()
     return code
 
