@@ -1,7 +1,8 @@
 """The new rule's significance dial against the anchor rules. Turning the dial trades recall for
-false alarms; an anchor rule is beaten when some setting of the dial reaches its recall and flags
-fewer series, both untouched ones and those of the identical pairs (the tables "The significance
-dial" and "At equal recall" of docs/VERDICTS.md, and its plot)."""
+false alarms; an anchor rule is beaten when some setting of the rule (the dial, at the default
+threshold or another, with or without the recent level) reaches its recall and flags fewer series,
+both untouched ones and those of the identical pairs (the tables "The significance dial" and "At
+equal recall" of docs/VERDICTS.md, and its plot)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import altair as alt
 
-from benchmarks.verdict_data import OPERATING
+from benchmarks.verdict_data import GRID, OPERATING, Setting
 from benchmarks.verdict_inject import DRIFT, SCOPES
 from benchmarks.verdict_rules import ANCHOR_RULES
 from benchmarks.verdict_tally import NEW, Share, flagged, pooled, recall, table
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
 DEFAULT = "significance 5"  # verdict_rule().significance
 SCENARIOS = tuple((scope, drift) for scope in SCOPES for drift in (1.0, DRIFT))
 DIAL_POINT = alt.OverlayMarkDef(color="black", size=20)
+GRID_RULE = f"{NEW}, other settings"
 COLOURS = ["#4c78a8", "#f58518", "#e45756", "#72b7b2", "#54a24b", "#000000"]  # the new rule in black
 
 
@@ -44,9 +46,10 @@ def _point(results: Results, rule: str, label: str, scope: str, drift: float) ->
     return Point(label, recall(injected), flagged(injected), flagged(pooled(results, "identical", rule)))
 
 
-def dial(results: Results, scope: str, drift: float) -> list[Point]:
-    """The new rule at each significance of the dial, from the threshold alone up."""
-    return [_point(results, f"{NEW}: {s.label}", s.label, scope, drift) for s in OPERATING]
+def dial(results: Results, scope: str, drift: float, settings: tuple[Setting, ...] = OPERATING) -> list[Point]:
+    """The new rule at each significance of the dial, from the threshold alone up (or at each of
+    ``settings``)."""
+    return [_point(results, f"{NEW}: {s.label}", s.label, scope, drift) for s in settings]
 
 
 def anchor(results: Results, rule: str, scope: str, drift: float) -> Point:
@@ -87,28 +90,30 @@ def dial_table(results: Results) -> list[str]:
 
 
 def at_equal_recall_table(results: Results) -> list[str]:
-    """Per anchor rule and scenario: the anchor, and the new rule at the setting of the dial that
-    reaches the anchor's recall with the fewest false alarms."""
+    """Per anchor rule and scenario: the anchor, and the new rule at the setting (the dial, or the
+    grid of thresholds and the base run alone) that reaches the anchor's recall with the fewest
+    false alarms."""
     header = ["anchor rule", "scenario", "anchor: recall", "untouched flagged", "identical flagged",
-              "new rule at significance", "recall", "untouched flagged", "identical flagged", "beaten"]  # fmt: skip
+              "new rule at", "recall", "untouched flagged", "identical flagged", "beaten"]  # fmt: skip
     rows = []
     for rule in ANCHOR_RULES:
         for scope, drift in SCENARIOS:
-            points = dial(results, scope, drift)
+            points = dial(results, scope, drift, (*OPERATING, *GRID))
             target = anchor(results, rule, scope, drift)
             new = at_equal_recall(points, target)
             row = [rule, scenario_name(scope, drift), *map(str, (target.recall, target.untouched, target.identical))]
             if new is None:
                 row += ["-"] * 4
             else:
-                row += [new.label.removeprefix("significance "), *map(str, (new.recall, new.untouched, new.identical))]
+                row += [new.label, *map(str, (new.recall, new.untouched, new.identical))]
             rows.append([*row, beaten(new, target, points)])
     return table(header, rows)
 
 
 def plot(results: Results) -> alt.Chart:
     """Per injection scenario, recall against false alarms (untouched series flagged): each anchor
-    rule a dot, the new rule's dial a line (its default a larger dot). The x axis is logarithmic,
+    rule a dot, the new rule's dial a line (its default a larger dot), its other settings (other
+    thresholds, the base run alone) small grey dots. The x axis is logarithmic,
     0 drawn at 0.1%; the target is shaded."""
     values = []
     for scope, drift in SCENARIOS:
@@ -116,8 +121,9 @@ def plot(results: Results) -> alt.Chart:
         values.append({"kind": "target", "scenario": scenario, "x": 0.001, "x2": 0.02, "y": 0.75, "y2": 1.0})
         points = [(rule, anchor(results, rule, scope, drift)) for rule in ANCHOR_RULES]
         points += [(NEW, p) for p in dial(results, scope, drift)]
+        points += [(GRID_RULE, p) for p in dial(results, scope, drift, GRID)]
         for rule, p in points:
-            kind = "default" if p.label in (*ANCHOR_RULES, DEFAULT) else "dial"
+            kind = "default" if p.label in (*ANCHOR_RULES, DEFAULT) else "dial" if rule == NEW else "grid"
             alarms = p.untouched.value
             values.append({"kind": kind, "scenario": scenario, "rule": rule, "setting": p.label,
                            "false alarms": max(alarms, 0.001), "measured": alarms,
@@ -137,10 +143,13 @@ def plot(results: Results) -> alt.Chart:
     )
     curve = base.transform_filter(alt.datum.rule == NEW).mark_line(point=DIAL_POINT, color="black", strokeWidth=1)
     dots = base.transform_filter(alt.datum.kind == "default").mark_point(size=110, filled=True)
-    layers = alt.layer(target, curve.encode(tooltip=tooltip), dots.encode(color=colour, tooltip=tooltip))
+    grid = base.transform_filter(alt.datum.kind == "grid").mark_point(size=12, color="grey", opacity=0.6)
+    layers = alt.layer(
+        target, grid.encode(tooltip=tooltip), curve.encode(tooltip=tooltip), dots.encode(color=colour, tooltip=tooltip)
+    )
     return layers.properties(width=300, height=220).facet(
         data=alt.Data(values=values),
         facet=alt.Facet("scenario:N", title=None, sort=[scenario_name(s, d) for s, d in SCENARIOS]),
         columns=2,
-        title="Recall against false alarms: anchor rules, and the new rule's significance dial (target shaded)",
+        title="Recall against false alarms: anchor rules, the new rule's dial and other settings (target shaded)",
     )

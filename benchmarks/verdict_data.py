@@ -119,9 +119,13 @@ def comparison(con: duckdb.DuckDBPyConnection, base: str, head: str) -> Comparis
     return Comparison(cases, sum(1 for *_, other in rows if other))
 
 
-def new_rule(con: duckdb.DuckDBPyConnection, base: str, head: str) -> dict[str, str]:
-    """The verdict of ``compare_runs(base, head)`` per series."""
-    return dict(con.execute("select series_digest, verdict from compare_runs(?, ?)", [base, head]).fetchall())
+def new_rule(
+    con: duckdb.DuckDBPyConnection, base: str, head: str, threshold: float | None = None, recent: bool = True
+) -> dict[str, str]:
+    """The verdict of ``compare_runs(base, head)`` per series (at ``threshold``, the default 5%
+    when None; ``recent``: also against the base run's recent level)."""
+    sql = "select series_digest, verdict from compare_runs(?, ?, threshold := ?, recent := ?)"
+    return dict(con.execute(sql, [base, head, threshold, recent]).fetchall())
 
 
 def _literal(value: object) -> str:
@@ -134,16 +138,34 @@ def _literal(value: object) -> str:
 
 @dataclass(frozen=True)
 class Setting:
-    """Constants of ``verdict_rule()`` to measure the new rule with."""
+    """Constants of ``verdict_rule()`` to measure the new rule with, and the arguments of
+    ``compare_runs`` a user can set: its threshold (None: the default 5%) and whether the head
+    is also judged against the base run's recent level."""
 
     label: str
     overrides: tuple[tuple[str, float], ...] = ()
+    threshold: float | None = None
+    recent: bool = True
 
 
 # The significance dial of the new rule, from the threshold alone (0) to stricter than the default
 # (5): its recall against false alarms, to set beside each anchor rule's (benchmarks/verdict_curve.py).
 DIAL = (0, 0.5, 1, 1.5, 2, 2.5, 3, 3.5, 4, 4.5, 5, 5.5, 6, 7, 8)
 OPERATING = tuple(Setting(f"significance {v:g}", (("significance", v),)) for v in DIAL)
+# The same dial at other thresholds, and on the base run alone (``recent := false``): the other
+# settings a user has, which reach further along the recall axis (more false alarms too).
+GRID = tuple(
+    Setting(
+        f"significance {v:g}, threshold {threshold:.0%}" + ("" if recent else ", base run alone"),
+        (("significance", v),),
+        threshold,
+        recent,
+    )
+    for threshold in (0.05, 0.07, 0.10)
+    for recent in (True, False)
+    for v in (0, 0.5, 1, 1.5, 2, 3, 5)
+    if (threshold, recent) != (0.05, True)
+)
 
 SENSITIVITY = (
     Setting("defaults"),

@@ -338,9 +338,12 @@ def section(results: Results, load: float, command: str) -> str:
         "",
         "### At equal recall",
         "",
-        "Each anchor rule beside the new rule at the setting of its dial that reaches the anchor's recall with the "
-        "fewest untouched series flagged. *Beaten*: that setting flags fewer untouched series and fewer series of "
-        "the identical pairs than the anchor does.",
+        "Each anchor rule beside the new rule at the setting that reaches the anchor's recall with the fewest "
+        "untouched series flagged. The settings are the dial above, and the dial (significance 0, 0.5, 1, 1.5, 2, "
+        "3, 5) at the thresholds 7% and 10% and, at each of 5%, 7% and 10%, on the base run alone "
+        "(`compare_runs(base, head, threshold := 0.07, recent := false)`: the recent level does not take back a "
+        "change). *Beaten*: that setting flags fewer untouched series and fewer series of the identical pairs than "
+        "the anchor does.",
         "",
         *verdict_curve.at_equal_recall_table(results),
         "",

@@ -16,7 +16,8 @@ the new rule, ``compare_runs`` of the warehouse:
 * coverage: the series not ``inconclusive`` (nor left unjudged by an anchor rule);
 * the new rule again with each series' noise recomputed from the runs before the judged one, from
   the runs up to it, and under other constants (``verdict_rule()``, among them the significance
-  dial from 0 to 8: the new rule's recall against false alarms), in a scratch copy of
+  dial from 0 to 8: the new rule's recall against false alarms), and at other thresholds and on
+  the base run alone (``compare_runs(..., threshold :=, recent := false)``), in a scratch copy of
   ``liger.duckdb``;
 * ``compare_runs`` latency on the warehouse (fresh connection and warm, as
   ``benchmarks/view_latency.py`` measures views).
@@ -42,7 +43,17 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from benchmarks import verdict_report
-from benchmarks.verdict_data import OPERATING, SENSITIVITY, Scratch, comparison, new_rule, open_database, series
+from benchmarks.verdict_data import (
+    GRID,
+    OPERATING,
+    SENSITIVITY,
+    Scratch,
+    Setting,
+    comparison,
+    new_rule,
+    open_database,
+    series,
+)
 from benchmarks.verdict_inject import (
     DRIFT,
     SCOPES,
@@ -117,9 +128,10 @@ def evaluate(
         verdicts[HELD_OUT] = new_rule(copy.con, base, head)
         copy.recompute({}, until_run=head, including=True)
         verdicts[AS_OF_HEAD] = new_rule(copy.con, base, head)
-        for setting in {s.label: s for s in (*SENSITIVITY, *OPERATING)}.values():
-            copy.recompute(dict(setting.overrides))
-            verdicts[f"{NEW}: {setting.label}"] = new_rule(copy.con, base, head)
+        for overrides, settings in _by_constants((*SENSITIVITY, *OPERATING, *GRID)).items():
+            copy.recompute(dict(overrides))
+            for setting in settings:
+                verdicts[f"{NEW}: {setting.label}"] = new_rule(copy.con, base, head, setting.threshold, setting.recent)
     finally:
         copy.close()
     mismatches = sum(verdicts[NEW][d] != verdicts[f"{NEW}: defaults"].get(d) for d in verdicts[NEW])
@@ -127,6 +139,15 @@ def evaluate(
     golden = sum(v is not None for v in verdicts[GOLDEN].values())
     tallies = {name: _tally(v, compared, metrics, truth) for name, v in verdicts.items()}
     return tallies, (pair.golden_other_gpu, golden), mismatches
+
+
+def _by_constants(settings: tuple[Setting, ...]) -> dict[tuple, list[Setting]]:
+    """The settings (one per label) grouped by their ``verdict_rule()`` constants: the noise is
+    recomputed once per group."""
+    groups: dict[tuple, dict[str, Setting]] = {}
+    for setting in settings:
+        groups.setdefault(setting.overrides, {})[setting.label] = setting
+    return {overrides: list(group.values()) for overrides, group in groups.items()}
 
 
 def _untouched(_: str) -> str:

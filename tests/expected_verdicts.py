@@ -497,11 +497,16 @@ def compare_recent(mirror: Mirror, base: str, head: str, threshold: float = THRE
     return compare(mirror, recent_points(mirror)[run_named(mirror, base)], head_points, threshold)
 
 
-def compare_runs(mirror: Mirror, base: str, head: str, threshold: float = THRESHOLD) -> dict[Series, Judged]:
+def compare_runs(
+    mirror: Mirror, base: str, head: str, threshold: float = THRESHOLD, recent_level: bool = True
+) -> dict[Series, Judged]:
     """The head run judged against the base run; a regression, improvement or change stands
-    only when the head is not unchanged against the base run's recent level."""
+    only when the head is not unchanged against the base run's recent level (unless
+    ``recent_level`` is off: the base run alone)."""
     points = run_points(mirror)
     rows = compare(mirror, points[run_named(mirror, base)], points[run_named(mirror, head)], threshold)
+    if not recent_level:
+        return rows
     recent = compare_recent(mirror, base, head, threshold)
     flagged = {s for s, row in rows.items() if row.verdict not in ("unchanged", "inconclusive")}
     return {

@@ -221,6 +221,18 @@ def test_compare_runs_follows_the_rule(db, mirror, warehouse_series, base, head)
     assert_agree(got, want)
 
 
+def test_compare_runs_on_the_base_run_alone(db, mirror, warehouse_series):
+    """`recent := false`: the verdict stands on the base run, the recent level is only evidence."""
+    base, head = RUN_PAIRS[1]
+    got = _comparison(db, warehouse_series, f"select * from compare_runs('{base}', '{head}', recent := false)")
+    recent = ev.compare_recent(mirror, base, head)
+    alone = ev.compare_runs(mirror, base, head, recent_level=False)
+    want = {s: comparison_row(j) | recent_evidence(recent[s]) for s, j in alone.items()}
+    vetoed = {s for s, j in ev.compare_runs(mirror, base, head).items() if j.verdict != alone[s].verdict}
+    assert vetoed  # the pair has changes the recent level takes back
+    assert_agree(got, want)
+
+
 @pytest.mark.parametrize("threshold", [0.05, 0.10])
 def test_compare_versions_follows_the_rule(db, mirror, warehouse_series, threshold):
     sql = f"select * from compare_versions('0.6.3', '0.7.0', threshold := {threshold})"

@@ -1,6 +1,6 @@
--- compare_runs(base, head [, threshold := 0.05]): one row per series in both gh-pages runs,
--- with both p50s, the evidence and the verdict (docs/VERDICTS.md). The question a nightly asks:
--- "did last night's run regress?"
+-- compare_runs(base, head [, threshold := 0.05] [, recent := true]): one row per series in both
+-- gh-pages runs, with both p50s, the evidence and the verdict (docs/VERDICTS.md). The question a
+-- nightly asks: "did last night's run regress?"
 --     select * from compare_runs('previous', 'latest') where verdict = 'regression';
 -- Runs are named as upstream names them ('7644a0f', '7644a0f-v0.7.0') or 'latest' / 'previous'.
 -- `threshold` is a fraction; without it the session's `regression_threshold()` (5%) applies.
@@ -8,8 +8,10 @@
 -- base run shows is no `regression` or `improvement` when the head is `unchanged` against the
 -- median of the base run and the runs before it (one unlucky base run). `recent_p50`,
 -- `recent_change`, `recent_verdict`, `recent_runs` and `recent_sources` are that evidence.
+-- With `recent := false` the verdict stands on the base run alone (the evidence is still shown):
+-- more changes found, more false alarms (docs/VERDICTS.md, "At equal recall").
 -- reads: comparison, regression_threshold, run_name
-create or replace macro compare_runs(base, head, threshold := null) as table
+create or replace macro compare_runs(base, head, threshold := null, recent := true) as table
 with judged as (
     select *
     from comparison(
@@ -39,7 +41,7 @@ against_recent as (
 select
     b.* replace (
         case
-            when b.verdict not in ('unchanged', 'inconclusive') and r.recent_verdict = 'unchanged' then 'unchanged'
+            when recent and b.verdict not in ('unchanged', 'inconclusive') and r.recent_verdict = 'unchanged' then 'unchanged'
             else b.verdict
         end as verdict
     ),
