@@ -73,10 +73,11 @@ def test_each_refresh_derives_what_it_touched_and_matches_a_derivation_from_scra
             ], name
             assert gens.read_table(scratch_gen, name).equals(incremental[name]), name
             assert incremental[name].num_rows > 0, name
-        # fact_build_point from scratch a batch of builds at a time, here one build per batch
+        # fact_build_point and fact_build_step from scratch a batch of builds at a time, here one build per batch
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(derived, "BATCH_RESULTS", 1)
             batched = derived.add_to_generation(gens, replace(scratch_gen, id=f"{published.id}-batched"), True)
         assert batched["fact_build_point"] == scratch_parts["fact_build_point"]
+        assert batched["fact_build_step"] == scratch_parts["fact_build_step"]
         # after the derivation from scratch, which writes the same files again
         written = {f: (root / f).stat().st_mtime_ns for f in run_parts.values()}

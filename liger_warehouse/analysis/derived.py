@@ -15,6 +15,8 @@ A refresh derives what its new facts touch and carries the rest from the publish
 - ``dim_series`` adds the series of new fact_result parts that it lacks;
 - ``fact_build_point`` re-derives the builds whose points changed (the builds of changed run
   parts, the versions of changed main-branch or imported rows) and carries the others;
+- ``fact_build_step`` re-derives the pairs of consecutive builds with such a build on either side
+  and carries the others (a pair's rows read only its two builds' points);
 - ``dim_build``, ``fact_recent_point``, ``fact_series_noise`` and ``fact_speedup_noise`` are
   derived whole (a series' noise is shrunk toward pools over every series, so one new run moves
   them all; a run's recent level reads the runs before it).
@@ -46,12 +48,13 @@ MODEL_DIR = SQL_DIR / "derived"
 # the whole derivation in one query ran out of DuckDB's 1 GB limit, and so did batches of 2M.
 BATCH_RESULTS = 500_000
 # Rows in a stable order, so that an unchanged table is the same bytes and keeps its part.
-ORDER = {
+ORDER: dict[str, list[str | tuple[str, str]]] = {
     "dim_series": ["series_digest"],
     "dim_build": ["build_rank"],
     "fact_run_point": ["run", "series_digest"],
     "fact_recent_point": ["run", "series_digest"],
     "fact_build_point": ["build", "series_digest"],
+    "fact_build_step": [("pair", "head_key"), ("pair", "base_key"), "series_digest"],  # a struct's fields by path
     "fact_series_noise": ["series_digest"],
     "fact_speedup_noise": ["liger_series_digest", "baseline_series_digest"],
 }
@@ -116,7 +119,9 @@ class _Incremental:
     @classmethod
     def of(cls, gens: GenerationStore, gen: Generation, from_scratch: bool) -> _Incremental:
         prior = None if from_scratch or not gen.parent else gens.load(gen.parent)
-        if prior is not None and not all(_carried(prior, name) for name in ("dim_series", "fact_build_point")):
+        if prior is not None and not all(
+            _carried(prior, name) for name in ("dim_series", "fact_build_point", "fact_build_step")
+        ):
             prior = None  # published before these were derived this way: derive them whole
         if prior is not None and prior.schema_version != gen.schema_version:
             prior = None  # a migration gave the facts new digests
@@ -190,6 +195,41 @@ class _Incremental:
         with _narrowed(con, self.gen, views):
             found = _derive(con, "fact_build_point")
         return found.filter(pc.is_in(found["build"], builds))
+
+    def build_steps(self, con: duckdb.DuckDBPyConnection, run_points: list[Part]) -> list[Part]:
+        """The pairs of consecutive builds with a touched build on either side re-derived (a new
+        build makes new pairs, and is touched); the other pairs' rows carried. From scratch, a batch
+        of head builds at a time, as fact_build_point."""
+        if self.prior is None:
+            batches = [self._derive_steps(con, heads) for heads in _build_batches(con)]
+            rows = pa.concat_tables(batches) if batches else _derive(con, "fact_build_step")
+            return [self.content_part("fact_build_step", _sorted("fact_build_step", rows))]
+        touched = self._touched_builds(run_points)
+        steps = con.sql(
+            "select distinct prev_build, build from series_builds where prev_build is not null"
+        ).to_arrow_table()
+        redo = pc.or_(pc.is_in(steps["prev_build"], touched), pc.is_in(steps["build"], touched))
+        heads = pc.unique(steps.filter(redo)["build"])
+        held = self.gens.read_table(self.prior, "fact_build_step").cast(SCHEMAS["fact_build_step"])
+        wanted = pc.binary_join_element_wise(steps["prev_build"], steps["build"], "\0")
+        held_steps = pc.binary_join_element_wise(
+            pc.struct_field(held["pair"], "base_key"), pc.struct_field(held["pair"], "head_key"), "\0"
+        )
+        kept = held.filter(
+            pc.and_(pc.is_in(held_steps, wanted), pc.invert(pc.is_in(pc.struct_field(held["pair"], "head_key"), heads)))
+        )
+        if not len(heads) and len(kept) == len(held):
+            return self.prior.parts("fact_build_step")
+        rows = pa.concat_tables([kept, self._derive_steps(con, heads)])
+        return [self.content_part("fact_build_step", _sorted("fact_build_step", rows))]
+
+    def _derive_steps(self, con: duckdb.DuckDBPyConnection, heads: pa.Array) -> pa.Table:
+        """fact_build_step's rows of the pairs into ``heads``."""
+        con.execute("set variable build_step_heads = ?", [heads.to_pylist()])
+        try:
+            return _derive(con, "fact_build_step")
+        finally:
+            con.execute("reset variable build_step_heads")
 
     def _touched_builds(self, run_points: list[Part]) -> pa.Array:
         """Builds of run parts that came or went, and the versions (their release builds) of
@@ -289,6 +329,8 @@ def add_to_generation(gens: GenerationStore, gen: Generation, from_scratch: bool
                 parts = incremental.series(con)
             elif name == "fact_build_point":
                 parts = incremental.build_points(con, tables["fact_run_point"])
+            elif name == "fact_build_step":
+                parts = incremental.build_steps(con, tables["fact_run_point"])
             else:
                 parts = [incremental.content_part(name, _derive(con, name))]
             tables[name] = parts

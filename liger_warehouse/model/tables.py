@@ -1,4 +1,4 @@
-"""The warehouse tables: their Arrow schemas and what one row of each means.
+"""The warehouse tables: their Arrow schemas (what one row of each means: ``table_docs``).
 
 This module is the single place the star schema is defined; writers, checks and the DuckDB
 views all take column names from here.
@@ -274,6 +274,33 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("observed_at", TS),
         ]
     ),
+    # decompose_points' columns, in its order (sql/macros/decompose_points.sql)
+    "fact_build_step": pa.schema(
+        [
+            (
+                "pair",
+                pa.struct([(f"{side}_{part}", pa.string()) for side in ("base", "head") for part in ("kind", "key")]),
+            ),
+            ("series_digest", DIGEST),
+            ("is_liger", pa.bool_()),
+            *((key, pa.string()) for key in ("sweep_key", "kernel_key", "host_key")),
+            *(
+                column
+                for side in ("base", "head")
+                for column in (
+                    *((f"{side}_{q}", pa.float64()) for q in ("p20", "p50", "p80")),
+                    (f"{side}_runs", pa.int64()),
+                    (f"{side}_sources", pa.list_(pa.string())),
+                )
+            ),
+            *(
+                (log, pa.float64())
+                for log in ("change_log", "drift_log", "adjusted_log", "kernel_drift_log", "sweep_log")
+            ),
+            ("sweep_series", pa.int64()),
+            *((log, pa.float64()) for log in ("own_log", "sweep_own_log", "residual_log")),
+        ]
+    ),
     "fact_series_noise": pa.schema(
         [
             ("series_digest", DIGEST),
@@ -311,58 +338,6 @@ SCHEMAS: dict[str, pa.Schema] = {
     ),
 }
 
-DESCRIPTIONS = {
-    "dim_protocol": "How a number was measured: harness (the benchmark suite, one per upstream file), timed "
-    "pass (forward/backward/full), metric, unit, statistic and quantiles. One row per distinct protocol.",
-    "dim_workload": "What was run: kernel, x axis name/label/value and the parsed benchmark config, "
-    "as typed params, canonical JSON and a readable slug. One row per distinct workload.",
-    "dim_environment": "Where it ran: the raw gpu_name plus vendor, product, form factor and "
-    "architecture from the GPU catalog (nulls for GPUs the catalog does not know).",
-    "dim_implementation": "Whose kernel: provider, Liger version and Liger backend (triton, cutedsl, cutile; "
-    "null for a baseline such as torch).",
-    "dim_version": "Every Liger version seen, with its semantic rank (1 = oldest).",
-    "dim_upstream_revision": "One row per upstream revision ingested: a main-branch commit of a CSV "
-    "path or a gh-pages run, with its content digest, row counts and whether upstream still lists it.",
-    "fact_result": "One row per result ever published: one distinct row text within one source "
-    "(a main-branch path or a gh-pages run), with its four dimension digests, p20/p50/p80, the "
-    "first and last revision that showed it and whether upstream shows it today.",
-    "fact_revision_member": "Which results each revision held, at which line, with the exact text "
-    "between records, so every upstream file can be rebuilt byte for byte.",
-    "quarantined_row": "Upstream rows that failed validation, with the reason, revision and line.",
-    "golden_commit": "The reference gh-pages run per kernel, as upstream's golden_commits.json keeps it.",
-    "fact_change_point": "Change points in each series' gh-pages run history (Apache Otava e-divisive): "
-    "the run where the level shifted, with the medians before and after. Derived from the "
-    "staged generation by the fact_change_point asset, not ingested.",
-    "change_point_state": "Where the change point detection of each series stands, so the next "
-    "refresh resumes it instead of starting over: the points analyzed, a digest of them, where "
-    "Otava's sliding windows resume and the weak change points of the windows already complete. "
-    "Derived with fact_change_point, not ingested.",
-    "dim_series": "One row per series (kernel, pass, provider, backend, metric, GPU and workload) in "
-    "readable columns, with the sweep, kernel and host keys verdicts group it by. Derived at publish "
-    "by sql/derived/dim_series.sql.",
-    "dim_build": "One row per Liger build results stand for, in release order: each release (its "
-    "release run and other runs of its commit, else its main-branch rows) and each nightly run, "
-    "labelled <version>+<yyyymmdd>.<sha>. Derived at publish by sql/derived/dim_build.sql.",
-    "fact_run_point": "One row per series and gh-pages run: the result that stands for the series "
-    "in the run. Derived at publish by sql/derived/fact_run_point.sql.",
-    "fact_recent_point": "One row per series and gh-pages run: the series' recent level there, the "
-    "median over that run and the runs before it that hold the series (verdict_rule().recent_runs at "
-    "most), which compare_runs also judges a head against. Derived at publish by "
-    "sql/derived/fact_recent_point.sql; docs/VERDICTS.md.",
-    "fact_build_point": "One row per series and build: the median of the points the build stands on, "
-    "how many and which. Derived at publish by sql/derived/fact_build_point.sql.",
-    "fact_series_noise": "One row per series: its run-to-run noise (against its sweep, and its "
-    "sweep's shifts), read from its gh-pages run history, and the smallest change a verdict can see "
-    "in it. Derived at publish by sql/derived/fact_series_noise.sql; docs/VERDICTS.md.",
-    "fact_speedup_noise": "One row per pairing of a Liger series with a baseline series: how much the "
-    "speedup of one over the other moves from one gh-pages run to the next, which decides when a "
-    "speedup is a tie. Derived at publish by sql/derived/fact_speedup_noise.sql; docs/VERDICTS.md.",
-    "digest_migration": "Where a digest went when a schema version changed the identities behind it: "
-    "kind (protocol, implementation, series, ...), the old digest, the new one and the schema version "
-    "of the new one. A digest split by the new identities has several rows. Written by the refresh that "
-    "migrates, carried over afterwards.",
-}
-
 DIMENSIONS = ("dim_protocol", "dim_workload", "dim_environment", "dim_implementation")
 DIGEST_COLUMN = {name: name.removeprefix("dim_") + "_digest" for name in DIMENSIONS}
 DIGEST_COLUMN["dim_upstream_revision"] = "revision_digest"
@@ -375,6 +350,7 @@ SQL_MODELS = (
     "fact_run_point",
     "fact_recent_point",
     "fact_build_point",
+    "fact_build_step",
     "fact_series_noise",
     "fact_speedup_noise",
 )

@@ -1,7 +1,7 @@
 -- run_steps: one row per series and pair of consecutive gh-pages runs that hold it (in
--- upstream's commits.txt order), with the change decomposed as `decompose` does. This is the
+-- upstream's commits.txt order), with the change decomposed as `decompose_points` does. This is the
 -- history each series' noise is read from (`series_noise`).
--- reads: decompose, dim_upstream_revision, side_points
+-- reads: decompose_points, dim_upstream_revision, side_points
 create or replace view run_steps as
 with run_seq as (
     select run, seq
@@ -23,7 +23,7 @@ steps as (
     where prev_run is not null
 )
 select d.*
-from decompose((
+from decompose_points((
     select list({'base_kind': 'run', 'base_key': prev_run, 'head_kind': 'run', 'head_key': run})
     from steps
 )) as d

@@ -2,18 +2,11 @@
 -- previous build that has a point of the series and the judged step from it (`judge`, at the
 -- session's `regression_threshold()`): what version_history and regressions read.
 -- `point` numbers a series' builds from 1; the first has no step.
--- reads: dim_build, fact_build_point, judge, regression_threshold
+-- reads: judge, regression_threshold, series_builds
 create or replace view version_steps as
 with ordered as (
-    select
-        p.series_digest,
-        p.build,
-        b.build_rank,
-        row_number() over series_order as point,
-        lag(p.build) over series_order as prev_build
-    from fact_build_point as p
-    join dim_build as b using (build)
-    window series_order as (partition by p.series_digest order by b.build_rank)
+    select *
+    from series_builds
 ),
 steps as (
     select distinct prev_build, build

@@ -3,7 +3,8 @@
 import dagster as dg
 
 from liger_warehouse.analysis import derived
-from liger_warehouse.model.tables import CHANGE_POINT_TABLES, DESCRIPTIONS, SQL_MODELS
+from liger_warehouse.model.table_docs import DESCRIPTIONS
+from liger_warehouse.model.tables import CHANGE_POINT_TABLES, SQL_MODELS
 from pipelines.defs.resources import ChangePointResource, WarehouseResource
 from pipelines.defs.warehouse.assets import column_schema
 from pipelines.defs.warehouse.handoff import CHANGE_POINT_STEP, INGEST_STEP, STAGED, staged_input

@@ -9,8 +9,8 @@ import dagster as dg
 from liger_warehouse.analysis.derived import derived_current
 from liger_warehouse.build.ingest import GenerationBuilder
 from liger_warehouse.migration.migrate import migrate
-from liger_warehouse.model.column_docs import column_description
-from liger_warehouse.model.tables import DESCRIPTIONS, INGESTED, SCHEMAS
+from liger_warehouse.model.table_docs import DESCRIPTIONS, column_description
+from liger_warehouse.model.tables import INGESTED, SCHEMAS
 from liger_warehouse.runtime.refresh_summary import repository_url, revisions_markdown
 from liger_warehouse.serve.database import rebuild_if_stale
 from liger_warehouse.store.generations import Generation

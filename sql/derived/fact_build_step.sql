@@ -1,0 +1,19 @@
+-- fact_build_step: one row per series on both sides of each pair of builds that are consecutive
+-- for some series (`series_builds`): `decompose_points` of those pairs, stored at publish so that
+-- `decompose` (and through it version_steps, version_history, regressions and compare_versions of
+-- adjacent builds) reads the split of each change instead of computing its drift medians per query.
+--
+-- Materialized at publish (a derived table). While it is derived a batch at a time, the variable
+-- `build_step_heads` lists the head builds of the pairs wanted; unset, every pair.
+-- reads: decompose_points, series_builds
+with steps as (
+    select distinct prev_build, build
+    from series_builds
+    where prev_build is not null
+        and (getvariable('build_step_heads') is null or list_contains(getvariable('build_step_heads'), build))
+)
+select *
+from decompose_points((
+    select list({'base_kind': 'build', 'base_key': prev_build, 'head_kind': 'build', 'head_key': build})
+    from steps
+));

@@ -1,0 +1,93 @@
+-- decompose_points(pairs): one row per series present on both sides of each pair of `pairs`, with
+-- the change between them split into what the verdict judges (docs/VERDICTS.md), computed from
+-- the points. `decompose` is this with the pairs of consecutive builds read from `fact_build_step`.
+--
+-- `pairs` is a list of {base_kind, base_key, head_kind, head_key} (see `side_points`). All
+-- changes are natural logs of head p50 / base p50:
+--   change_log      the raw change;
+--   drift_log       host drift: the median change of the baselines (providers Liger does not
+--                   control) on the same GPU and metric;
+--   adjusted_log    change_log - drift_log;
+--   kernel_drift_log  for a Liger series, the median adjusted change of the same kernel's
+--                   baselines (the rest of that kernel's benchmark moved with it);
+--   own_log         the change that is the series' own: adjusted_log, less kernel_drift_log
+--                   for a Liger series whose kernel has baselines;
+--   sweep_log       the median adjusted change of the series' sweep (same kernel, pass,
+--                   provider, metric and GPU, every workload), `sweep_own_log` the same less
+--                   the kernel drift: how the whole sweep moved;
+--   residual_log    adjusted_log - sweep_log: how this workload moved against its sweep.
+-- reads: dim_series, side_points
+create or replace macro decompose_points(pairs) as table
+with wanted as (
+    select unnest(pairs) as pair
+),
+paired as (
+    select
+        w.pair,
+        s.series_digest,
+        s.is_liger,
+        s.sweep_key,
+        s.kernel_key,
+        s.host_key,
+        b.p20 as base_p20,
+        b.p50 as base_p50,
+        b.p80 as base_p80,
+        b.runs as base_runs,
+        b.sources as base_sources,
+        h.p20 as head_p20,
+        h.p50 as head_p50,
+        h.p80 as head_p80,
+        h.runs as head_runs,
+        h.sources as head_sources,
+        ln(h.p50 / b.p50) as change_log
+    from wanted as w
+    join side_points as b on b.side_kind = w.pair.base_kind and b.side_key = w.pair.base_key
+    join side_points as h
+        on h.side_kind = w.pair.head_kind and h.side_key = w.pair.head_key and h.series_digest = b.series_digest
+    join dim_series as s on s.series_digest = b.series_digest
+    where b.p50 > 0 and h.p50 > 0
+),
+host as (
+    select pair, host_key, median(change_log) as drift_log
+    from paired
+    where not is_liger
+    group by pair, host_key
+),
+adjusted as (
+    select
+        p.*,
+        coalesce(h.drift_log, 0) as drift_log,
+        p.change_log - coalesce(h.drift_log, 0) as adjusted_log
+    from paired as p
+    left join host as h using (pair, host_key)
+),
+kernel as (
+    select pair, kernel_key, median(adjusted_log) as kernel_drift_log
+    from adjusted
+    where not is_liger
+    group by pair, kernel_key
+),
+sweep as (
+    select pair, sweep_key, median(adjusted_log) as sweep_log, count(*) as sweep_series
+    from adjusted
+    group by pair, sweep_key
+),
+-- A baseline's change is its own; a Liger series' change is its own once its kernel's
+-- baselines are taken out.
+attributed as (
+    select
+        a.*,
+        case when a.is_liger then k.kernel_drift_log end as kernel_drift_log,
+        s.sweep_log,
+        s.sweep_series,
+        case when a.is_liger then coalesce(k.kernel_drift_log, 0) else 0 end as taken_out_log
+    from adjusted as a
+    left join kernel as k using (pair, kernel_key)
+    join sweep as s using (pair, sweep_key)
+)
+select
+    * exclude (taken_out_log),
+    adjusted_log - taken_out_log as own_log,
+    sweep_log - taken_out_log as sweep_own_log,
+    adjusted_log - sweep_log as residual_log
+from attributed;
