@@ -25,7 +25,7 @@ The same model SQL runs in both cases, over views narrowed to the touched parts 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from functools import cache
@@ -45,6 +45,8 @@ MODEL_DIR = SQL_DIR / "derived"
 # Results per batch of builds when fact_build_point is derived from scratch: at 10^7 results
 # the whole derivation in one query ran out of DuckDB's 1 GB limit, and so did batches of 2M.
 BATCH_RESULTS = 500_000
+# Rows per Arrow batch streamed from DuckDB.
+STREAM_ROWS = 65_536
 # Rows in a stable order, so that an unchanged table is the same bytes and keeps its part.
 ORDER = {
     "dim_series": ["series_digest"],
@@ -76,11 +78,18 @@ def derivation_version() -> str:
     return sha256("\0".join(texts).encode()).hexdigest()[:16]
 
 
+def _stream(con: duckdb.DuckDBPyConnection, name: str, rows_sql: str | None = None) -> pa.RecordBatchReader:
+    """The rows of model ``name`` (or of ``rows_sql``, which has its columns) in ``ORDER``,
+    sorted by DuckDB and streamed: a derived table of 10^7 rows is never held whole in Python."""
+    columns = ", ".join(f'"{column}"' for column in SCHEMAS[name].names)
+    source = rows_sql or model_sql(name).strip().removesuffix(";")
+    ordered = f"select {columns} from ({source}\n) order by {', '.join(ORDER[name])}"
+    return con.sql(ordered).to_arrow_reader(STREAM_ROWS)
+
+
 def _derive(con: duckdb.DuckDBPyConnection, name: str) -> pa.Table:
-    data = con.sql(model_sql(name)).arrow()
-    if isinstance(data, pa.RecordBatchReader):
-        data = data.read_all()
-    return _sorted(name, data.select(SCHEMAS[name].names).cast(SCHEMAS[name]))
+    """Model ``name``'s rows whole, in ``ORDER`` (for the small tables a refresh adds to)."""
+    return _stream(con, name).read_all().cast(SCHEMAS[name]).combine_chunks()
 
 
 @contextmanager
@@ -140,18 +149,14 @@ class _Incremental:
         if todo:
             runs = [p for p in self.gen.parts("fact_result") if p.key in todo]
             with _narrowed(con, self.gen, {"fact_result": (runs, "")}):
-                data = _derive(con, "fact_run_point")
-            offset = 0  # rows sorted by run: one slice per run
-            for count in pc.value_counts(data["run"]).to_pylist():
-                run, rows = count["values"], data.slice(offset, count["counts"])
-                offset += count["counts"]
-                parts[run] = self.gens.write_part("fact_run_point", run, Path(wanted[run]).stem, rows)
+                for run, rows in _grouped(_stream(con, "fact_run_point"), "run"):
+                    parts[run] = self.gens.write_part("fact_run_point", run, Path(wanted[run]).stem, rows)
         return [parts[run] for run in sorted(parts)]
 
     def series(self, con: duckdb.DuckDBPyConnection) -> list[Part]:
         """The published series and those of the new fact_result parts that it lacks."""
         if self.prior is None:
-            return [self.content_part("dim_series", _derive(con, "dim_series"))]
+            return [self.content_part("dim_series", _stream(con, "dim_series"))]
         if not self.new_files:
             return self.prior.parts("dim_series")
         held = self.gens.read_table(self.prior, "dim_series").cast(SCHEMAS["dim_series"])
@@ -163,21 +168,31 @@ class _Incremental:
     def build_points(self, con: duckdb.DuckDBPyConnection, run_points: list[Part]) -> list[Part]:
         """The builds whose points changed re-derived; the other builds' rows carried. From
         scratch, every build, a batch of builds at a time: the model's medians and source lists
-        hold all of a group's points, which at 10^7 results overflow DuckDB's memory limit."""
+        hold all of a group's points, which at 10^7 results overflow DuckDB's memory limit. The
+        rows gather in a DuckDB table (which spills past the limit), not in Python."""
         if self.prior is None:
-            batches = [self._derive_builds(con, run_points, builds) for builds in _build_batches(con)]
-            rows = pa.concat_tables(batches) if batches else _derive(con, "fact_build_point")
-            return [self.content_part("fact_build_point", _sorted("fact_build_point", rows))]
-        touched = self._touched_builds(run_points)
-        if not len(touched):
-            return self.prior.parts("fact_build_point")
-        held = self.gens.read_table(self.prior, "fact_build_point").cast(SCHEMAS["fact_build_point"])
-        kept = held.filter(pc.invert(pc.is_in(held["build"], touched)))
-        rows = pa.concat_tables([kept, self._derive_builds(con, run_points, touched)])
-        return [self.content_part("fact_build_point", _sorted("fact_build_point", rows))]
+            held, touched, batches = [], pa.array([], pa.string()), list(_build_batches(con))
+        else:
+            touched = self._touched_builds(run_points)
+            if not len(touched):
+                return self.prior.parts("fact_build_point")
+            held, batches = self.prior.parts("fact_build_point"), [touched]
+        con.register("touched_build", pa.table({"build": touched}))
+        con.execute(
+            "create or replace temp table build_point_rows as select * from "
+            f"({parts_select('fact_build_point', held)}) where build not in (select build from touched_build)"
+        )
+        try:
+            for builds in batches:
+                self._derive_builds(con, run_points, builds)
+            rows = _stream(con, "fact_build_point", "select * from build_point_rows")
+            return [self.content_part("fact_build_point", rows)]
+        finally:
+            con.execute("drop table build_point_rows")
 
-    def _derive_builds(self, con: duckdb.DuckDBPyConnection, run_points: list[Part], builds: pa.Array) -> pa.Table:
-        """fact_build_point's rows of ``builds``: the model over views narrowed to their points."""
+    def _derive_builds(self, con: duckdb.DuckDBPyConnection, run_points: list[Part], builds: pa.Array) -> None:
+        """Adds fact_build_point's rows of ``builds`` to ``build_point_rows``: the model over
+        views narrowed to their points."""
         con.register("touched_build", pa.table({"build": builds}))
         views = {
             "fact_run_point": (run_points, "build in (select build from touched_build)"),
@@ -187,9 +202,12 @@ class _Incremental:
                 "source <> 'gh-pages' and liger_version in (select build from touched_build)",
             ),
         }
+        source = model_sql("fact_build_point").strip().removesuffix(";")
         with _narrowed(con, self.gen, views):
-            found = _derive(con, "fact_build_point")
-        return found.filter(pc.is_in(found["build"], builds))
+            con.execute(
+                f"insert into build_point_rows by name select * from ({source}\n) "
+                "where build in (select build from touched_build)"
+            )
 
     def _touched_builds(self, run_points: list[Part]) -> pa.Array:
         """Builds of run parts that came or went, and the versions (their release builds) of
@@ -204,7 +222,7 @@ class _Incremental:
         versions = rows.filter(pc.not_equal(rows["source"], "gh-pages"))["liger_version"]
         return pa.array(sorted(set(builds.to_pylist()) | set(versions.to_pylist())), pa.string())
 
-    def content_part(self, table: str, data: pa.Table) -> Part:
+    def content_part(self, table: str, data: pa.Table | pa.RecordBatchReader) -> Part:
         # Keyed by the derivation version: a later refresh carries it only under the same SQL.
         return replace(self.gens.write_content_part(table, data), key=derivation_version())
 
@@ -240,6 +258,24 @@ def derived_current(gen: Generation) -> bool:
 def _sorted(name: str, data: pa.Table) -> pa.Table:
     """In ``ORDER``, in one chunk: the same rows are the same bytes however they were put together."""
     return data.sort_by([(column, "ascending") for column in ORDER[name]]).combine_chunks()
+
+
+def _grouped(batches: Iterable[pa.RecordBatch], column: str) -> Iterator[tuple[object, pa.Table]]:
+    """Rows sorted by ``column``, one table (in one chunk) per value of it."""
+    held: list[pa.RecordBatch] = []
+    key = None
+    for batch in batches:
+        offset = 0
+        for count in pc.value_counts(batch[column]).to_pylist():  # in order of appearance
+            rows = batch.slice(offset, count["counts"])
+            offset += count["counts"]
+            if held and count["values"] != key:
+                yield key, pa.Table.from_batches(held).combine_chunks()
+                held = []
+            key = count["values"]
+            held.append(rows)
+    if held:
+        yield key, pa.Table.from_batches(held).combine_chunks()
 
 
 def _run_point_files(con: duckdb.DuckDBPyConnection, gen: Generation) -> dict[str, str]:
@@ -290,7 +326,7 @@ def add_to_generation(gens: GenerationStore, gen: Generation, from_scratch: bool
             elif name == "fact_build_point":
                 parts = incremental.build_points(con, tables["fact_run_point"])
             else:
-                parts = [incremental.content_part(name, _derive(con, name))]
+                parts = [incremental.content_part(name, _stream(con, name))]
             tables[name] = parts
             # The next models read this one as the staged generation will show it.
             gen.tables[name] = parts
