@@ -18,8 +18,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from liger_warehouse.analysis import derived
+from liger_warehouse.analysis import derived, run_step_batches
 from liger_warehouse.model.tables import SCHEMAS, SQL_MODELS
+from liger_warehouse.serve.database import create_views, open_duckdb
 from liger_warehouse.store import generations
 from liger_warehouse.store.generations import GenerationStore
 from liger_warehouse.store.storage import Storage
@@ -76,11 +77,18 @@ def test_each_refresh_derives_what_it_touched_and_matches_a_derivation_from_scra
             ], name
             assert gens.read_table(scratch_gen, name).equals(incremental[name]), name
             assert incremental[name].num_rows > 0, name
+        # fact_series_noise reads run_steps computed a batch of runs at a time: the same rows as
+        # over the view whole
+        with open_duckdb(gens.storage) as con:
+            create_views(con, published)
+            assert derived._derive(con, "fact_series_noise").equals(incremental["fact_series_noise"])
         # fact_build_point from scratch a batch of builds at a time, here one build per batch,
-        # and every table streamed from DuckDB in batches of 3 rows: the same parts
+        # run_steps one run at a time, and every table streamed from DuckDB in batches of 3
+        # rows: the same parts
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(derived, "BATCH_RESULTS", 1)
             patch.setattr(derived, "STREAM_ROWS", 3)
+            patch.setattr(run_step_batches, "STEP_BATCH_POINTS", 1)
             batched = derived.add_to_generation(gens, replace(scratch_gen, id=f"{published.id}-batched"), True)
         assert batched == scratch_parts
         # after the derivation from scratch, which writes the same files again

@@ -36,6 +36,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from liger_warehouse.analysis.run_step_batches import batched_run_steps
 from liger_warehouse.model.tables import SCHEMAS, SQL_MODELS
 from liger_warehouse.serve.database import SQL_DIR, create_views, open_duckdb, parts_select, table_view_sql
 from liger_warehouse.serve.sql_files import declared_reads
@@ -325,6 +326,9 @@ def add_to_generation(gens: GenerationStore, gen: Generation, from_scratch: bool
                 parts = incremental.series(con)
             elif name == "fact_build_point":
                 parts = incremental.build_points(con, tables["fact_run_point"])
+            elif name == "fact_series_noise":
+                with batched_run_steps(con, gen, _narrowed):
+                    parts = [incremental.content_part(name, _stream(con, name))]
             else:
                 parts = [incremental.content_part(name, _stream(con, name))]
             tables[name] = parts
