@@ -20,6 +20,12 @@ A refresh derives what its new facts touch and carries the rest from the publish
   them all; a run's recent level reads the runs before it).
 
 The same model SQL runs in both cases, over views narrowed to the touched parts or builds.
+
+At 10^7 results no table is held whole in Python, and no model runs over everything in one
+query where that overflows DuckDB's memory limit: DuckDB sorts each table and streams it
+(``_stream``) into parts written a row group at a time; ``fact_build_point`` from scratch is
+derived a batch of builds at a time, and the ``run_steps`` under ``fact_series_noise`` a batch
+of runs at a time (``run_step_batches``), each gathered in a DuckDB table that spills to disk.
 """
 
 from __future__ import annotations
