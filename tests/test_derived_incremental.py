@@ -1,6 +1,6 @@
 """A refresh derives what its new facts touch, and the derived tables are those a derivation from
-scratch gives, table by table and byte for byte (and `fact_build_point` the same derived a batch of
-builds at a time, as a build from scratch at 10^7 results derives it).
+scratch gives, table by table and byte for byte (and the same derived a batch at a time, as a build
+from scratch at 10^7 results derives `fact_build_point`, `fact_build_step` and the run steps).
 
 A cut of the upstream mirror gains one gh-pages run per refresh: a nightly, a nightly of the
 commit 0.7.0 is released from, then the 0.7.0 release run itself, listed after it (upstream lists
@@ -14,10 +14,14 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
-from liger_warehouse.analysis import derived
-from liger_warehouse.model.tables import SQL_MODELS
+from liger_warehouse.analysis import derived, run_step_batches
+from liger_warehouse.model.tables import SCHEMAS, SQL_MODELS
+from liger_warehouse.serve.database import create_views, open_duckdb
+from liger_warehouse.store import generations
 from liger_warehouse.store.generations import GenerationStore
 from liger_warehouse.store.storage import Storage
 from tests.conftest import refresh
@@ -73,11 +77,44 @@ def test_each_refresh_derives_what_it_touched_and_matches_a_derivation_from_scra
             ], name
             assert gens.read_table(scratch_gen, name).equals(incremental[name]), name
             assert incremental[name].num_rows > 0, name
-        # fact_build_point and fact_build_step from scratch a batch of builds at a time, here one build per batch
+        # fact_series_noise reads run_steps computed a batch of runs at a time: the same rows as
+        # over the view whole
+        with open_duckdb(gens.storage) as con:
+            create_views(con, published)
+            assert derived._derive(con, "fact_series_noise").equals(incremental["fact_series_noise"])
+        # fact_build_point and fact_build_step from scratch a batch of builds at a time, here one
+        # build per batch, run_steps one run at a time, and every table streamed from DuckDB in
+        # batches of 3 rows: the same parts
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(derived, "BATCH_RESULTS", 1)
+            patch.setattr(derived, "STREAM_ROWS", 3)
+            patch.setattr(run_step_batches, "STEP_BATCH_POINTS", 1)
             batched = derived.add_to_generation(gens, replace(scratch_gen, id=f"{published.id}-batched"), True)
-        assert batched["fact_build_point"] == scratch_parts["fact_build_point"]
-        assert batched["fact_build_step"] == scratch_parts["fact_build_step"]
+        assert batched == scratch_parts
         # after the derivation from scratch, which writes the same files again
         written = {f: (root / f).stat().st_mtime_ns for f in run_parts.values()}
+
+
+def test_a_content_part_is_the_same_bytes_however_its_rows_are_chunked(tmp_path: Path, monkeypatch):
+    """A derived table streamed from DuckDB comes in batches of any size: written a row group at
+    a time, in one chunk each, its part has the same name and bytes (and a different table
+    another name)."""
+    monkeypatch.setattr(generations, "ROW_GROUP_ROWS", 7)
+    gens = GenerationStore(Storage(str(tmp_path)))
+    rows = pa.table({"series_digest": pa.array([f"{i:064x}" for i in range(30)], pa.string())})
+    rows = derived._sorted("dim_series", _padded(rows))
+    whole = gens.write_content_part("dim_series", rows)
+    written = (tmp_path / whole.file).read_bytes()
+    for size in (1, 4, 7, 11, 30):
+        assert gens.write_content_part("dim_series", rows.to_batches(max_chunksize=size)) == whole
+        assert (tmp_path / whole.file).read_bytes() == written
+    assert pq.ParquetFile(tmp_path / whole.file).metadata.num_row_groups == 5
+    assert gens.read_parts("dim_series", [whole]).equals(rows)
+    assert gens.write_content_part("dim_series", rows.slice(1)).file != whole.file
+
+
+def _padded(rows: pa.Table) -> pa.Table:
+    """``rows`` with the other dim_series columns, null."""
+    schema = SCHEMAS["dim_series"]
+    columns = [rows[f.name] if f.name in rows.column_names else pa.nulls(rows.num_rows, f.type) for f in schema]
+    return pa.Table.from_arrays(columns, schema=schema)

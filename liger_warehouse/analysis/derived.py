@@ -22,12 +22,18 @@ A refresh derives what its new facts touch and carries the rest from the publish
   them all; a run's recent level reads the runs before it).
 
 The same model SQL runs in both cases, over views narrowed to the touched parts or builds.
+
+At 10^7 results no table is held whole in Python, and no model runs over everything in one
+query where that overflows DuckDB's memory limit: DuckDB sorts each table and streams it
+(``_stream``) into parts written a row group at a time; ``fact_build_point`` from scratch is
+derived a batch of builds at a time, and the ``run_steps`` under ``fact_series_noise`` a batch
+of runs at a time (``run_step_batches``), each gathered in a DuckDB table that spills to disk.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from functools import cache
@@ -38,6 +44,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from liger_warehouse.analysis.run_step_batches import batched_run_steps
 from liger_warehouse.model.tables import SCHEMAS, SQL_MODELS
 from liger_warehouse.serve.database import SQL_DIR, create_views, open_duckdb, parts_select, table_view_sql
 from liger_warehouse.serve.sql_files import declared_reads
@@ -47,14 +54,16 @@ MODEL_DIR = SQL_DIR / "derived"
 # Results per batch of builds when fact_build_point is derived from scratch: at 10^7 results
 # the whole derivation in one query ran out of DuckDB's 1 GB limit, and so did batches of 2M.
 BATCH_RESULTS = 500_000
+# Rows per Arrow batch streamed from DuckDB.
+STREAM_ROWS = 65_536
 # Rows in a stable order, so that an unchanged table is the same bytes and keeps its part.
-ORDER: dict[str, list[str | tuple[str, str]]] = {
+ORDER = {
     "dim_series": ["series_digest"],
     "dim_build": ["build_rank"],
     "fact_run_point": ["run", "series_digest"],
     "fact_recent_point": ["run", "series_digest"],
     "fact_build_point": ["build", "series_digest"],
-    "fact_build_step": [("pair", "head_key"), ("pair", "base_key"), "series_digest"],  # a struct's fields by path
+    "fact_build_step": ["pair.head_key", "pair.base_key", "series_digest"],
     "fact_series_noise": ["series_digest"],
     "fact_speedup_noise": ["liger_series_digest", "baseline_series_digest"],
 }
@@ -79,11 +88,18 @@ def derivation_version() -> str:
     return sha256("\0".join(texts).encode()).hexdigest()[:16]
 
 
+def _stream(con: duckdb.DuckDBPyConnection, name: str, rows_sql: str | None = None) -> pa.RecordBatchReader:
+    """The rows of model ``name`` (or of ``rows_sql``, which has its columns) in ``ORDER``,
+    sorted by DuckDB and streamed: a derived table of 10^7 rows is never held whole in Python."""
+    columns = ", ".join(f'"{column}"' for column in SCHEMAS[name].names)
+    source = rows_sql or model_sql(name).strip().removesuffix(";")
+    ordered = f"select {columns} from ({source}\n) order by {', '.join(ORDER[name])}"
+    return con.sql(ordered).to_arrow_reader(STREAM_ROWS)
+
+
 def _derive(con: duckdb.DuckDBPyConnection, name: str) -> pa.Table:
-    data = con.sql(model_sql(name)).arrow()
-    if isinstance(data, pa.RecordBatchReader):
-        data = data.read_all()
-    return _sorted(name, data.select(SCHEMAS[name].names).cast(SCHEMAS[name]))
+    """Model ``name``'s rows whole, in ``ORDER`` (for the small tables a refresh adds to)."""
+    return _stream(con, name).read_all().cast(SCHEMAS[name]).combine_chunks()
 
 
 @contextmanager
@@ -145,18 +161,14 @@ class _Incremental:
         if todo:
             runs = [p for p in self.gen.parts("fact_result") if p.key in todo]
             with _narrowed(con, self.gen, {"fact_result": (runs, "")}):
-                data = _derive(con, "fact_run_point")
-            offset = 0  # rows sorted by run: one slice per run
-            for count in pc.value_counts(data["run"]).to_pylist():
-                run, rows = count["values"], data.slice(offset, count["counts"])
-                offset += count["counts"]
-                parts[run] = self.gens.write_part("fact_run_point", run, Path(wanted[run]).stem, rows)
+                for run, rows in _grouped(_stream(con, "fact_run_point"), "run"):
+                    parts[run] = self.gens.write_part("fact_run_point", run, Path(wanted[run]).stem, rows)
         return [parts[run] for run in sorted(parts)]
 
     def series(self, con: duckdb.DuckDBPyConnection) -> list[Part]:
         """The published series and those of the new fact_result parts that it lacks."""
         if self.prior is None:
-            return [self.content_part("dim_series", _derive(con, "dim_series"))]
+            return [self.content_part("dim_series", _stream(con, "dim_series"))]
         if not self.new_files:
             return self.prior.parts("dim_series")
         held = self.gens.read_table(self.prior, "dim_series").cast(SCHEMAS["dim_series"])
@@ -168,21 +180,31 @@ class _Incremental:
     def build_points(self, con: duckdb.DuckDBPyConnection, run_points: list[Part]) -> list[Part]:
         """The builds whose points changed re-derived; the other builds' rows carried. From
         scratch, every build, a batch of builds at a time: the model's medians and source lists
-        hold all of a group's points, which at 10^7 results overflow DuckDB's memory limit."""
+        hold all of a group's points, which at 10^7 results overflow DuckDB's memory limit. The
+        rows gather in a DuckDB table (which spills past the limit), not in Python."""
         if self.prior is None:
-            batches = [self._derive_builds(con, run_points, builds) for builds in _build_batches(con)]
-            rows = pa.concat_tables(batches) if batches else _derive(con, "fact_build_point")
-            return [self.content_part("fact_build_point", _sorted("fact_build_point", rows))]
-        touched = self._touched_builds(run_points)
-        if not len(touched):
-            return self.prior.parts("fact_build_point")
-        held = self.gens.read_table(self.prior, "fact_build_point").cast(SCHEMAS["fact_build_point"])
-        kept = held.filter(pc.invert(pc.is_in(held["build"], touched)))
-        rows = pa.concat_tables([kept, self._derive_builds(con, run_points, touched)])
-        return [self.content_part("fact_build_point", _sorted("fact_build_point", rows))]
+            held, touched, batches = [], pa.array([], pa.string()), list(_build_batches(con))
+        else:
+            touched = self._touched_builds(run_points)
+            if not len(touched):
+                return self.prior.parts("fact_build_point")
+            held, batches = self.prior.parts("fact_build_point"), [touched]
+        con.register("touched_build", pa.table({"build": touched}))
+        con.execute(
+            "create or replace temp table build_point_rows as select * from "
+            f"({parts_select('fact_build_point', held)}) where build not in (select build from touched_build)"
+        )
+        try:
+            for builds in batches:
+                self._derive_builds(con, run_points, builds)
+            rows = _stream(con, "fact_build_point", "select * from build_point_rows")
+            return [self.content_part("fact_build_point", rows)]
+        finally:
+            con.execute("drop table build_point_rows")
 
-    def _derive_builds(self, con: duckdb.DuckDBPyConnection, run_points: list[Part], builds: pa.Array) -> pa.Table:
-        """fact_build_point's rows of ``builds``: the model over views narrowed to their points."""
+    def _derive_builds(self, con: duckdb.DuckDBPyConnection, run_points: list[Part], builds: pa.Array) -> None:
+        """Adds fact_build_point's rows of ``builds`` to ``build_point_rows``: the model over
+        views narrowed to their points."""
         con.register("touched_build", pa.table({"build": builds}))
         views = {
             "fact_run_point": (run_points, "build in (select build from touched_build)"),
@@ -192,42 +214,72 @@ class _Incremental:
                 "source <> 'gh-pages' and liger_version in (select build from touched_build)",
             ),
         }
+        source = model_sql("fact_build_point").strip().removesuffix(";")
         with _narrowed(con, self.gen, views):
-            found = _derive(con, "fact_build_point")
-        return found.filter(pc.is_in(found["build"], builds))
+            con.execute(
+                f"insert into build_point_rows by name select * from ({source}\n) "
+                "where build in (select build from touched_build)"
+            )
 
     def build_steps(self, con: duckdb.DuckDBPyConnection, run_points: list[Part]) -> list[Part]:
         """The pairs of consecutive builds with a touched build on either side re-derived (a new
-        build makes new pairs, and is touched); the other pairs' rows carried. From scratch, a batch
-        of head builds at a time, as fact_build_point."""
-        if self.prior is None:
-            batches = [self._derive_steps(con, heads) for heads in _build_batches(con)]
-            rows = pa.concat_tables(batches) if batches else _derive(con, "fact_build_step")
-            return [self.content_part("fact_build_step", _sorted("fact_build_step", rows))]
-        touched = self._touched_builds(run_points)
+        build makes new pairs, and is touched); the other pairs' rows carried while they are still
+        consecutive for some series. From scratch, a batch of head builds at a time, as
+        fact_build_point. The builds' order (``series_builds``, a window over every build point)
+        is computed once; each batch decomposes over the points of its pairs' builds only, and
+        the rows gather in a DuckDB table, not in Python."""
+        con.execute("create or replace temp table series_build_rows as select * from series_builds")
+        con.execute("create or replace view series_builds as select * from series_build_rows")
         steps = con.sql(
-            "select distinct prev_build, build from series_builds where prev_build is not null"
+            "select distinct prev_build, build from series_build_rows where prev_build is not null"
         ).to_arrow_table()
-        redo = pc.or_(pc.is_in(steps["prev_build"], touched), pc.is_in(steps["build"], touched))
-        heads = pc.unique(steps.filter(redo)["build"])
-        held = self.gens.read_table(self.prior, "fact_build_step").cast(SCHEMAS["fact_build_step"])
-        wanted = pc.binary_join_element_wise(steps["prev_build"], steps["build"], "\0")
-        held_steps = pc.binary_join_element_wise(
-            pc.struct_field(held["pair"], "base_key"), pc.struct_field(held["pair"], "head_key"), "\0"
+        if self.prior is None:
+            held, batches = [], list(_build_batches(con))
+        else:
+            touched = self._touched_builds(run_points)
+            redo = pc.or_(pc.is_in(steps["prev_build"], touched), pc.is_in(steps["build"], touched))
+            held, batches = self.prior.parts("fact_build_step"), [pc.unique(steps.filter(redo)["build"])]
+        con.register("build_step", steps)
+        con.register("redone_head", pa.table({"build": pa.chunked_array(batches, pa.string())}))
+        con.execute(
+            "create or replace temp table build_step_rows as "
+            f"select * from ({parts_select('fact_build_step', held)}) as s "
+            "semi join build_step as w on s.pair.base_key = w.prev_build and s.pair.head_key = w.build "
+            "where s.pair.head_key not in (select build from redone_head)"
         )
-        kept = held.filter(
-            pc.and_(pc.is_in(held_steps, wanted), pc.invert(pc.is_in(pc.struct_field(held["pair"], "head_key"), heads)))
-        )
-        if not len(heads) and len(kept) == len(held):
-            return self.prior.parts("fact_build_step")
-        rows = pa.concat_tables([kept, self._derive_steps(con, heads)])
-        return [self.content_part("fact_build_step", _sorted("fact_build_step", rows))]
-
-    def _derive_steps(self, con: duckdb.DuckDBPyConnection, heads: pa.Array) -> pa.Table:
-        """fact_build_step's rows of the pairs into ``heads``."""
-        con.execute("set variable build_step_heads = ?", [heads.to_pylist()])
         try:
-            return _derive(con, "fact_build_step")
+            for heads in batches:
+                self._derive_steps(con, heads)
+            kept = con.execute("select count(*) from build_step_rows").fetchall()[0][0]
+            if self.prior is not None and not len(batches[0]) and kept == sum(p.rows for p in held):
+                return held  # no pair came, went or changed
+            return [
+                self.content_part("fact_build_step", _stream(con, "fact_build_step", "select * from build_step_rows"))
+            ]
+        finally:
+            con.execute("drop table build_step_rows")
+            con.execute((MODEL_DIR.parent / "views" / "series_builds.sql").read_text())
+            con.execute("drop table series_build_rows")
+
+    def _derive_steps(self, con: duckdb.DuckDBPyConnection, heads: pa.Array) -> None:
+        """Adds fact_build_step's rows of the pairs into ``heads`` to ``build_step_rows``: the
+        model over build points narrowed to those pairs' builds (a pair's decomposition reads
+        only its two builds' points)."""
+        con.register("step_head", pa.table({"build": heads}))
+        builds = (
+            "build in (select build from step_head union "
+            "select prev_build from build_step where build in (select build from step_head))"
+        )
+        views = {
+            "fact_build_point": (self.gen.parts("fact_build_point"), builds),
+            "fact_run_point": ([], ""),  # decompose_points reads only the 'build' sides
+            "fact_recent_point": ([], ""),
+        }
+        con.execute("set variable build_step_heads = ?", [heads.to_pylist()])
+        source = model_sql("fact_build_step").strip().removesuffix(";")
+        try:
+            with _narrowed(con, self.gen, views):
+                con.execute(f"insert into build_step_rows by name select * from ({source}\n)")
         finally:
             con.execute("reset variable build_step_heads")
 
@@ -244,7 +296,7 @@ class _Incremental:
         versions = rows.filter(pc.not_equal(rows["source"], "gh-pages"))["liger_version"]
         return pa.array(sorted(set(builds.to_pylist()) | set(versions.to_pylist())), pa.string())
 
-    def content_part(self, table: str, data: pa.Table) -> Part:
+    def content_part(self, table: str, data: pa.Table | pa.RecordBatchReader) -> Part:
         # Keyed by the derivation version: a later refresh carries it only under the same SQL.
         return replace(self.gens.write_content_part(table, data), key=derivation_version())
 
@@ -279,7 +331,25 @@ def derived_current(gen: Generation) -> bool:
 
 def _sorted(name: str, data: pa.Table) -> pa.Table:
     """In ``ORDER``, in one chunk: the same rows are the same bytes however they were put together."""
-    return data.sort_by([(column, "ascending") for column in ORDER[name]]).combine_chunks()
+    return data.sort_by([(tuple(column.split(".")), "ascending") for column in ORDER[name]]).combine_chunks()
+
+
+def _grouped(batches: Iterable[pa.RecordBatch], column: str) -> Iterator[tuple[object, pa.Table]]:
+    """Rows sorted by ``column``, one table (in one chunk) per value of it."""
+    held: list[pa.RecordBatch] = []
+    key = None
+    for batch in batches:
+        offset = 0
+        for count in pc.value_counts(batch[column]).to_pylist():  # in order of appearance
+            rows = batch.slice(offset, count["counts"])
+            offset += count["counts"]
+            if held and count["values"] != key:
+                yield key, pa.Table.from_batches(held).combine_chunks()
+                held = []
+            key = count["values"]
+            held.append(rows)
+    if held:
+        yield key, pa.Table.from_batches(held).combine_chunks()
 
 
 def _run_point_files(con: duckdb.DuckDBPyConnection, gen: Generation) -> dict[str, str]:
@@ -331,8 +401,11 @@ def add_to_generation(gens: GenerationStore, gen: Generation, from_scratch: bool
                 parts = incremental.build_points(con, tables["fact_run_point"])
             elif name == "fact_build_step":
                 parts = incremental.build_steps(con, tables["fact_run_point"])
+            elif name == "fact_series_noise":
+                with batched_run_steps(con, gen, _narrowed):
+                    parts = [incremental.content_part(name, _stream(con, name))]
             else:
-                parts = [incremental.content_part(name, _derive(con, name))]
+                parts = [incremental.content_part(name, _stream(con, name))]
             tables[name] = parts
             # The next models read this one as the staged generation will show it.
             gen.tables[name] = parts

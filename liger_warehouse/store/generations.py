@@ -13,7 +13,7 @@ import json
 import os
 import secrets
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from hashlib import sha256
@@ -27,6 +27,8 @@ from liger_warehouse.runtime.failpoints import failpoint
 from liger_warehouse.store.storage import Storage, WriteConflict
 
 POINTER = "CURRENT"
+# Rows per Parquet row group of a part.
+ROW_GROUP_ROWS = 256_000
 
 
 class PublishConflict(RuntimeError):
@@ -219,22 +221,31 @@ class GenerationStore:
         """Write one immutable Parquet part of ``table``."""
         data = data.cast(SCHEMAS[table])
         buffer = io.BytesIO()
-        pq.write_table(data, buffer, compression="zstd", row_group_size=256_000)
+        pq.write_table(data, buffer, compression="zstd", row_group_size=ROW_GROUP_ROWS)
         file = f"tables/{table}/{name}.parquet"
         self.storage.write_bytes(file, buffer.getvalue())
         return Part(key=key, file=file, rows=data.num_rows)
 
-    def write_content_part(self, table: str, data: pa.Table) -> Part:
+    def write_content_part(self, table: str, data: pa.Table | Iterable[pa.RecordBatch]) -> Part:
         """A whole derived table as one part named by its content: an unchanged table references
-        the file it already has, so a refresh that changes nothing it reads writes nothing."""
+        the file it already has, so a refresh that changes nothing it reads writes nothing.
+
+        ``data`` may come in batches of any size (streamed from DuckDB, so that a table of 10^7
+        rows is never held whole): it is written one row group of ``ROW_GROUP_ROWS`` rows, in
+        one chunk, at a time, so the same rows are the same bytes however they were chunked,
+        and the name is a digest of those bytes. Only the compressed file is held in memory."""
+        schema = SCHEMAS[table]
         sink = pa.BufferOutputStream()
-        with pa.ipc.new_stream(sink, data.schema) as writer:
-            writer.write_table(data)
-        name = sha256(sink.getvalue().to_pybytes()).hexdigest()[:32]
-        file = f"tables/{table}/{name}.parquet"
-        if self.storage.exists(file):
-            return Part(key="all", file=file, rows=data.num_rows)
-        return self.write_part(table, "all", name, data)
+        rows = 0
+        with pq.ParquetWriter(sink, schema, compression="zstd") as writer:
+            for group in _row_groups(data.to_batches() if isinstance(data, pa.Table) else data, schema):
+                writer.write_table(group, row_group_size=ROW_GROUP_ROWS)
+                rows += group.num_rows
+        content = memoryview(sink.getvalue())
+        file = f"tables/{table}/{sha256(content).hexdigest()[:32]}.parquet"
+        if not self.storage.exists(file):
+            self.storage.write_bytes(file, content)
+        return Part(key="all", file=file, rows=rows)
 
     def read_parts(self, table: str, parts: Iterable[Part], columns: list[str] | None = None) -> pa.Table:
         tables = [self._read(p.file, columns) for p in parts]
@@ -252,3 +263,20 @@ class GenerationStore:
 
     def part_uris(self, gen: Generation, table: str) -> list[str]:
         return [self.storage.uri(p.file) for p in gen.parts(table)]
+
+
+def _row_groups(batches: Iterable[pa.RecordBatch], schema: pa.Schema) -> Iterator[pa.Table]:
+    """The rows of ``batches`` as tables of ``ROW_GROUP_ROWS`` rows (the last may be shorter),
+    each in one chunk and cast to ``schema``."""
+    held: list[pa.RecordBatch] = []
+    count = 0
+    for batch in batches:
+        held.append(batch)
+        count += batch.num_rows
+        while count >= ROW_GROUP_ROWS:
+            rows = pa.Table.from_batches(held).cast(schema)
+            yield rows.slice(0, ROW_GROUP_ROWS).combine_chunks()
+            held = rows.slice(ROW_GROUP_ROWS).to_batches()
+            count -= ROW_GROUP_ROWS
+    if count:
+        yield pa.Table.from_batches(held).cast(schema).combine_chunks()

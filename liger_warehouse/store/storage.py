@@ -75,11 +75,12 @@ class Storage:
         """``key`` for reading, without fetching it whole (Parquet reads only the columns asked)."""
         return self.fs.open(self._path(key), "rb")
 
-    def write_bytes(self, key: str, data: bytes) -> None:
-        """Write ``key`` whole; readers see the old object or the new one, never a mix."""
+    def write_bytes(self, key: str, data: bytes | memoryview) -> None:
+        """Write ``key`` whole; readers see the old object or the new one, never a mix. A local
+        root writes a ``memoryview`` (a large part's buffer) without copying it."""
         path = self._path(key)
         if not isinstance(self.fs, LocalFileSystem):
-            self.fs.pipe_file(path, data)
+            self.fs.pipe_file(path, bytes(data))
             return
         os.makedirs(os.path.dirname(path), exist_ok=True)
         tmp = f"{path}.tmp-{uuid.uuid4().hex}"
@@ -194,8 +195,8 @@ class PendingWrites(Storage):
     def open(self, key: str) -> BinaryIO:
         return io.BytesIO(self.written[key]) if key in self.written else self.base.open(key)
 
-    def write_bytes(self, key: str, data: bytes) -> None:
-        self.written[key] = data
+    def write_bytes(self, key: str, data: bytes | memoryview) -> None:
+        self.written[key] = bytes(data)
 
     def delete(self, key: str) -> None:
         raise NotImplementedError("pending writes never delete")
