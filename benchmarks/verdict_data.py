@@ -14,7 +14,7 @@ import duckdb
 from scipy.stats import norm
 
 from benchmarks.verdict_rules import Case, Point
-from liger_warehouse.analysis.derived import model_sql
+from liger_warehouse.analysis.model_rows import model_sql
 from liger_warehouse.serve.database import open_duckdb
 from liger_warehouse.store.storage import Storage
 

@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from liger_warehouse.analysis import derived, run_step_batches
+from liger_warehouse.analysis import derived, model_rows, run_step_batches
 from liger_warehouse.model.tables import SCHEMAS, SQL_MODELS
 from liger_warehouse.serve.database import create_views, open_duckdb
 from liger_warehouse.store import generations
@@ -81,13 +81,13 @@ def test_each_refresh_derives_what_it_touched_and_matches_a_derivation_from_scra
         # over the view whole
         with open_duckdb(gens.storage) as con:
             create_views(con, published)
-            assert derived._derive(con, "fact_series_noise").equals(incremental["fact_series_noise"])
+            assert model_rows.derive(con, "fact_series_noise").equals(incremental["fact_series_noise"])
         # fact_build_point and fact_build_step from scratch a batch of builds at a time, here one
         # build per batch, run_steps one run at a time, and every table streamed from DuckDB in
         # batches of 3 rows: the same parts
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(derived, "BATCH_RESULTS", 1)
-            patch.setattr(derived, "STREAM_ROWS", 3)
+            patch.setattr(model_rows, "STREAM_ROWS", 3)
             patch.setattr(run_step_batches, "STEP_BATCH_POINTS", 1)
             batched = derived.add_to_generation(gens, replace(scratch_gen, id=f"{published.id}-batched"), True)
         assert batched == scratch_parts
@@ -102,7 +102,7 @@ def test_a_content_part_is_the_same_bytes_however_its_rows_are_chunked(tmp_path:
     monkeypatch.setattr(generations, "ROW_GROUP_ROWS", 7)
     gens = GenerationStore(Storage(str(tmp_path)))
     rows = pa.table({"series_digest": pa.array([f"{i:064x}" for i in range(30)], pa.string())})
-    rows = derived._sorted("dim_series", _padded(rows))
+    rows = model_rows.in_order("dim_series", _padded(rows))
     whole = gens.write_content_part("dim_series", rows)
     written = (tmp_path / whole.file).read_bytes()
     for size in (1, 4, 7, 11, 30):

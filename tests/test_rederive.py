@@ -20,7 +20,8 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from liger_warehouse.analysis.derived import _sorted, derived_current
+from liger_warehouse.analysis.derived import derived_current
+from liger_warehouse.analysis.model_rows import in_order
 from liger_warehouse.model.tables import INGESTED, SQL_MODELS
 from liger_warehouse.store.generations import GenerationStore
 from liger_warehouse.store.storage import Storage
@@ -77,7 +78,7 @@ def _parts(gens: GenerationStore, tables: tuple[str, ...]) -> dict[str, set[str]
 
 def _rows(root: Path, table: str) -> pa.Table:
     gens = GenerationStore(Storage(str(root)))
-    return _sorted(table, gens.read_table(gens.current(), table))
+    return in_order(table, gens.read_table(gens.current(), table))
 
 
 def test_a_refresh_after_an_upgrade_derives_the_tables_again(old_code: Path, mirror: Path, tmp_path: Path):

@@ -25,18 +25,17 @@ The same model SQL runs in both cases, over views narrowed to the touched parts 
 
 At 10^7 results no table is held whole in Python, and no model runs over everything in one
 query where that overflows DuckDB's memory limit: DuckDB sorts each table and streams it
-(``_stream``) into parts written a row group at a time; ``fact_build_point`` from scratch is
-derived a batch of builds at a time, and the ``run_steps`` under ``fact_series_noise`` a batch
-of runs at a time (``run_step_batches``), each gathered in a DuckDB table that spills to disk.
+(``model_rows.stream``) into parts written a row group at a time; ``fact_build_point`` and
+``fact_build_step`` from scratch are derived a batch of builds at a time, and the ``run_steps``
+under ``fact_series_noise`` a batch of runs at a time (``run_step_batches``), each gathered in a
+DuckDB table that spills to disk.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
-from functools import cache
 from hashlib import sha256
 from pathlib import Path
 
@@ -44,78 +43,24 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from liger_warehouse.analysis.model_rows import (
+    derivation_version,
+    derive,
+    grouped,
+    in_order,
+    model_reads,
+    model_sql,
+    narrowed,
+    stream,
+)
 from liger_warehouse.analysis.run_step_batches import batched_run_steps
 from liger_warehouse.model.tables import SCHEMAS, SQL_MODELS
 from liger_warehouse.serve.database import SQL_DIR, create_views, open_duckdb, parts_select, table_view_sql
-from liger_warehouse.serve.sql_files import declared_reads
 from liger_warehouse.store.generations import Generation, GenerationStore, Part
 
-MODEL_DIR = SQL_DIR / "derived"
 # Results per batch of builds when fact_build_point is derived from scratch: at 10^7 results
 # the whole derivation in one query ran out of DuckDB's 1 GB limit, and so did batches of 2M.
 BATCH_RESULTS = 500_000
-# Rows per Arrow batch streamed from DuckDB.
-STREAM_ROWS = 65_536
-# Rows in a stable order, so that an unchanged table is the same bytes and keeps its part.
-ORDER = {
-    "dim_series": ["series_digest"],
-    "dim_build": ["build_rank"],
-    "fact_run_point": ["run", "series_digest"],
-    "fact_recent_point": ["run", "series_digest"],
-    "fact_build_point": ["build", "series_digest"],
-    "fact_build_step": ["pair.head_key", "pair.base_key", "series_digest"],
-    "fact_series_noise": ["series_digest"],
-    "fact_speedup_noise": ["liger_series_digest", "baseline_series_digest"],
-}
-
-
-def model_sql(name: str, model_dir: Path = MODEL_DIR) -> str:
-    return (model_dir / f"{name}.sql").read_text()
-
-
-@cache
-def _model_reads() -> set[str]:
-    """What the models read (their ``-- reads:`` lines): the only views a derivation creates."""
-    return {name for model in SQL_MODELS for name in declared_reads(model_sql(model)) or ()}
-
-
-@cache
-def derivation_version() -> str:
-    """What every derived row also depends on: the SQL of ``sql/`` and the derived schemas. A
-    part derived under another version is never carried."""
-    texts = [p.read_text() for p in sorted(SQL_DIR.rglob("*.sql"))]
-    texts += [str(SCHEMAS[name]) for name in SQL_MODELS]
-    return sha256("\0".join(texts).encode()).hexdigest()[:16]
-
-
-def _stream(con: duckdb.DuckDBPyConnection, name: str, rows_sql: str | None = None) -> pa.RecordBatchReader:
-    """The rows of model ``name`` (or of ``rows_sql``, which has its columns) in ``ORDER``,
-    sorted by DuckDB and streamed: a derived table of 10^7 rows is never held whole in Python."""
-    columns = ", ".join(f'"{column}"' for column in SCHEMAS[name].names)
-    source = rows_sql or model_sql(name).strip().removesuffix(";")
-    ordered = f"select {columns} from ({source}\n) order by {', '.join(ORDER[name])}"
-    return con.sql(ordered).to_arrow_reader(STREAM_ROWS)
-
-
-def _derive(con: duckdb.DuckDBPyConnection, name: str) -> pa.Table:
-    """Model ``name``'s rows whole, in ``ORDER`` (for the small tables a refresh adds to)."""
-    return _stream(con, name).read_all().cast(SCHEMAS[name]).combine_chunks()
-
-
-@contextmanager
-def _narrowed(
-    con: duckdb.DuckDBPyConnection, gen: Generation, views: dict[str, tuple[list[Part], str]]
-) -> Iterator[None]:
-    """Within the block, each table of ``views`` on ``con`` reads only the given parts (and rows
-    matching the given condition, when not empty); after it, all of ``gen``'s parts again."""
-    for table, (parts, where) in views.items():
-        select = parts_select(table, parts)
-        con.execute(f"create or replace view {table} as select * from ({select}) where {where or 'true'}")
-    try:
-        yield
-    finally:
-        for table in views:
-            con.execute(table_view_sql(gen, table))
 
 
 def _digest(*values: object) -> str:
@@ -160,22 +105,22 @@ class _Incremental:
         todo = sorted(set(wanted) - set(parts))
         if todo:
             runs = [p for p in self.gen.parts("fact_result") if p.key in todo]
-            with _narrowed(con, self.gen, {"fact_result": (runs, "")}):
-                for run, rows in _grouped(_stream(con, "fact_run_point"), "run"):
+            with narrowed(con, self.gen, {"fact_result": (runs, "")}):
+                for run, rows in grouped(stream(con, "fact_run_point"), "run"):
                     parts[run] = self.gens.write_part("fact_run_point", run, Path(wanted[run]).stem, rows)
         return [parts[run] for run in sorted(parts)]
 
     def series(self, con: duckdb.DuckDBPyConnection) -> list[Part]:
         """The published series and those of the new fact_result parts that it lacks."""
         if self.prior is None:
-            return [self.content_part("dim_series", _stream(con, "dim_series"))]
+            return [self.content_part("dim_series", stream(con, "dim_series"))]
         if not self.new_files:
             return self.prior.parts("dim_series")
         held = self.gens.read_table(self.prior, "dim_series").cast(SCHEMAS["dim_series"])
-        with _narrowed(con, self.gen, {"fact_result": (self.new_files, "")}):
-            found = _derive(con, "dim_series")
+        with narrowed(con, self.gen, {"fact_result": (self.new_files, "")}):
+            found = derive(con, "dim_series")
         added = found.filter(pc.invert(pc.is_in(found["series_digest"], held["series_digest"])))
-        return [self.content_part("dim_series", _sorted("dim_series", pa.concat_tables([held, added])))]
+        return [self.content_part("dim_series", in_order("dim_series", pa.concat_tables([held, added])))]
 
     def build_points(self, con: duckdb.DuckDBPyConnection, run_points: list[Part]) -> list[Part]:
         """The builds whose points changed re-derived; the other builds' rows carried. From
@@ -197,7 +142,7 @@ class _Incremental:
         try:
             for builds in batches:
                 self._derive_builds(con, run_points, builds)
-            rows = _stream(con, "fact_build_point", "select * from build_point_rows")
+            rows = stream(con, "fact_build_point", "select * from build_point_rows")
             return [self.content_part("fact_build_point", rows)]
         finally:
             con.execute("drop table build_point_rows")
@@ -215,7 +160,7 @@ class _Incremental:
             ),
         }
         source = model_sql("fact_build_point").strip().removesuffix(";")
-        with _narrowed(con, self.gen, views):
+        with narrowed(con, self.gen, views):
             con.execute(
                 f"insert into build_point_rows by name select * from ({source}\n) "
                 "where build in (select build from touched_build)"
@@ -254,11 +199,11 @@ class _Incremental:
             if self.prior is not None and not len(batches[0]) and kept == sum(p.rows for p in held):
                 return held  # no pair came, went or changed
             return [
-                self.content_part("fact_build_step", _stream(con, "fact_build_step", "select * from build_step_rows"))
+                self.content_part("fact_build_step", stream(con, "fact_build_step", "select * from build_step_rows"))
             ]
         finally:
             con.execute("drop table build_step_rows")
-            con.execute((MODEL_DIR.parent / "views" / "series_builds.sql").read_text())
+            con.execute((SQL_DIR / "views" / "series_builds.sql").read_text())
             con.execute("drop table series_build_rows")
 
     def _derive_steps(self, con: duckdb.DuckDBPyConnection, heads: pa.Array) -> None:
@@ -278,7 +223,7 @@ class _Incremental:
         con.execute("set variable build_step_heads = ?", [heads.to_pylist()])
         source = model_sql("fact_build_step").strip().removesuffix(";")
         try:
-            with _narrowed(con, self.gen, views):
+            with narrowed(con, self.gen, views):
                 con.execute(f"insert into build_step_rows by name select * from ({source}\n)")
         finally:
             con.execute("reset variable build_step_heads")
@@ -329,29 +274,6 @@ def derived_current(gen: Generation) -> bool:
     return all(_carried(gen, name) for name in SQL_MODELS if name != "fact_run_point")
 
 
-def _sorted(name: str, data: pa.Table) -> pa.Table:
-    """In ``ORDER``, in one chunk: the same rows are the same bytes however they were put together."""
-    return data.sort_by([(tuple(column.split(".")), "ascending") for column in ORDER[name]]).combine_chunks()
-
-
-def _grouped(batches: Iterable[pa.RecordBatch], column: str) -> Iterator[tuple[object, pa.Table]]:
-    """Rows sorted by ``column``, one table (in one chunk) per value of it."""
-    held: list[pa.RecordBatch] = []
-    key = None
-    for batch in batches:
-        offset = 0
-        for count in pc.value_counts(batch[column]).to_pylist():  # in order of appearance
-            rows = batch.slice(offset, count["counts"])
-            offset += count["counts"]
-            if held and count["values"] != key:
-                yield key, pa.Table.from_batches(held).combine_chunks()
-                held = []
-            key = count["values"]
-            held.append(rows)
-    if held:
-        yield key, pa.Table.from_batches(held).combine_chunks()
-
-
 def _run_point_files(con: duckdb.DuckDBPyConnection, gen: Generation) -> dict[str, str]:
     """Each gh-pages run's fact_run_point part, named by a digest of what its rows come from:
     the run's fact_result parts, its revisions and their places, the releases of its commit
@@ -391,7 +313,7 @@ def add_to_generation(gens: GenerationStore, gen: Generation, from_scratch: bool
     incremental = _Incremental.of(gens, gen, from_scratch)
     tables: dict[str, list[Part]] = {}
     with open_duckdb(gens.storage) as con:
-        create_views(con, gen, reads=_model_reads())
+        create_views(con, gen, reads=model_reads())
         for name in SQL_MODELS:
             if name == "fact_run_point":
                 parts = incremental.run_points(con)
@@ -402,10 +324,10 @@ def add_to_generation(gens: GenerationStore, gen: Generation, from_scratch: bool
             elif name == "fact_build_step":
                 parts = incremental.build_steps(con, tables["fact_run_point"])
             elif name == "fact_series_noise":
-                with batched_run_steps(con, gen, _narrowed):
-                    parts = [incremental.content_part(name, _stream(con, name))]
+                with batched_run_steps(con, gen, narrowed):
+                    parts = [incremental.content_part(name, stream(con, name))]
             else:
-                parts = [incremental.content_part(name, _stream(con, name))]
+                parts = [incremental.content_part(name, stream(con, name))]
             tables[name] = parts
             # The next models read this one as the staged generation will show it.
             gen.tables[name] = parts

@@ -1,0 +1,109 @@
+"""How the rows of a SQL model of ``sql/derived/`` come out of DuckDB: the model's text, the
+version every derived row depends on, and its rows sorted by DuckDB and streamed in Arrow
+batches (a table of 10^7 rows is never held whole in Python), over views that can be narrowed
+to some parts. ``derived`` decides what to derive and what to carry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from functools import cache
+from hashlib import sha256
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from liger_warehouse.model.tables import SCHEMAS, SQL_MODELS
+from liger_warehouse.serve.database import SQL_DIR, parts_select, table_view_sql
+from liger_warehouse.serve.sql_files import declared_reads
+from liger_warehouse.store.generations import Generation, Part
+
+MODEL_DIR = SQL_DIR / "derived"
+# Rows per Arrow batch streamed from DuckDB.
+STREAM_ROWS = 65_536
+# Rows in a stable order, so that an unchanged table is the same bytes and keeps its part.
+ORDER = {
+    "dim_series": ["series_digest"],
+    "dim_build": ["build_rank"],
+    "fact_run_point": ["run", "series_digest"],
+    "fact_recent_point": ["run", "series_digest"],
+    "fact_build_point": ["build", "series_digest"],
+    "fact_build_step": ["pair.head_key", "pair.base_key", "series_digest"],
+    "fact_series_noise": ["series_digest"],
+    "fact_speedup_noise": ["liger_series_digest", "baseline_series_digest"],
+}
+
+
+def model_sql(name: str, model_dir: Path = MODEL_DIR) -> str:
+    return (model_dir / f"{name}.sql").read_text()
+
+
+@cache
+def model_reads() -> set[str]:
+    """What the models read (their ``-- reads:`` lines): the only views a derivation creates."""
+    return {name for model in SQL_MODELS for name in declared_reads(model_sql(model)) or ()}
+
+
+@cache
+def derivation_version() -> str:
+    """What every derived row also depends on: the SQL of ``sql/`` and the derived schemas. A
+    part derived under another version is never carried."""
+    texts = [p.read_text() for p in sorted(SQL_DIR.rglob("*.sql"))]
+    texts += [str(SCHEMAS[name]) for name in SQL_MODELS]
+    return sha256("\0".join(texts).encode()).hexdigest()[:16]
+
+
+def stream(con: duckdb.DuckDBPyConnection, name: str, rows_sql: str | None = None) -> pa.RecordBatchReader:
+    """The rows of model ``name`` (or of ``rows_sql``, which has its columns) in ``ORDER``,
+    sorted by DuckDB and streamed: a derived table of 10^7 rows is never held whole in Python."""
+    columns = ", ".join(f'"{column}"' for column in SCHEMAS[name].names)
+    source = rows_sql or model_sql(name).strip().removesuffix(";")
+    ordered = f"select {columns} from ({source}\n) order by {', '.join(ORDER[name])}"
+    return con.sql(ordered).to_arrow_reader(STREAM_ROWS)
+
+
+def derive(con: duckdb.DuckDBPyConnection, name: str) -> pa.Table:
+    """Model ``name``'s rows whole, in ``ORDER`` (for the small tables a refresh adds to)."""
+    return stream(con, name).read_all().cast(SCHEMAS[name]).combine_chunks()
+
+
+@contextmanager
+def narrowed(
+    con: duckdb.DuckDBPyConnection, gen: Generation, views: dict[str, tuple[list[Part], str]]
+) -> Iterator[None]:
+    """Within the block, each table of ``views`` on ``con`` reads only the given parts (and rows
+    matching the given condition, when not empty); after it, all of ``gen``'s parts again."""
+    for table, (parts, where) in views.items():
+        select = parts_select(table, parts)
+        con.execute(f"create or replace view {table} as select * from ({select}) where {where or 'true'}")
+    try:
+        yield
+    finally:
+        for table in views:
+            con.execute(table_view_sql(gen, table))
+
+
+def in_order(name: str, data: pa.Table) -> pa.Table:
+    """In ``ORDER``, in one chunk: the same rows are the same bytes however they were put together."""
+    return data.sort_by([(tuple(column.split(".")), "ascending") for column in ORDER[name]]).combine_chunks()
+
+
+def grouped(batches: Iterable[pa.RecordBatch], column: str) -> Iterator[tuple[object, pa.Table]]:
+    """Rows sorted by ``column``, one table (in one chunk) per value of it."""
+    held: list[pa.RecordBatch] = []
+    key = None
+    for batch in batches:
+        offset = 0
+        for count in pc.value_counts(batch[column]).to_pylist():  # in order of appearance
+            rows = batch.slice(offset, count["counts"])
+            offset += count["counts"]
+            if held and count["values"] != key:
+                yield key, pa.Table.from_batches(held).combine_chunks()
+                held = []
+            key = count["values"]
+            held.append(rows)
+    if held:
+        yield key, pa.Table.from_batches(held).combine_chunks()
