@@ -198,6 +198,10 @@ def _latency_rows(queries: dict, limit: float, baseline: str | None = None) -> t
     base = summarize(queries[baseline]["seconds"]).median if baseline else None
     lines, measured = [], []
     for name, q in queries.items():
+        if "error" in q:  # it did not fit DuckDB's memory limit
+            lines.append(f"| `{name}` | failed: {q['error']} | — |{' — |' if base else ''} {_verdict(False)} |")
+            measured.append((name, float("inf")))
+            continue
         s = summarize(q["seconds"])
         value = ratio(s.median, base) if base else s.median
         shown = f" {value:.1f}x |" if base else ""

@@ -1,6 +1,7 @@
 """The query targets of issue 13 on one warehouse, on a warm connection.
 
     python -m benchmarks.views --database WAREHOUSE/liger.duckdb --repeats 3 [--out docs/PERFORMANCE.md]
+    python -m benchmarks.views --database WAREHOUSE/liger.duckdb --examples-only --memory-limit 1GB
 
 Two sets of queries, each fetched whole as Arrow (so every column is computed and Python object
 conversion is not what is measured):
@@ -160,16 +161,24 @@ def timed(con: duckdb.DuckDBPyConnection, sql: str, params: dict) -> tuple[float
     return time.perf_counter() - started, rows
 
 
-def measure(database: Path, repeats: int) -> dict:
-    """Seconds per repeat and rows of every example and every whole view, on one connection."""
-    con = duckdb.connect(str(database), read_only=True, config={"file_search_path": str(database.parent)})
-    sets = {"examples": examples(con), "whole": whole_views(con)}
+def measure(database: Path, repeats: int, whole: bool = True, memory_limit: str | None = None) -> dict:
+    """Seconds per repeat and rows of every example and (``whole``) every whole view, on one
+    connection (with DuckDB's ``memory_limit``, when given)."""
+    config = {"file_search_path": str(database.parent)} | ({"memory_limit": memory_limit} if memory_limit else {})
+    con = duckdb.connect(str(database), read_only=True, config=config)
+    sets = {"examples": examples(con)} | ({"whole": whole_views(con)} if whole else {})
     wanted = {(kind, name): query for kind, queries in sets.items() for name, query in queries.items()}
-    rows = {key: timed(con, *query)[1] for key, query in wanted.items()}  # the warm-up pass
+    rows, errors = {}, {}
+    for key, query in wanted.items():  # the warm-up pass
+        try:
+            rows[key] = timed(con, *query)[1]
+        except duckdb.OutOfMemoryException as exc:  # a result too: it does not fit the limit
+            rows[key], errors[key] = None, str(exc).splitlines()[0]
     seconds: dict = {key: [] for key in wanted}
     for _ in range(repeats):
         for key, query in wanted.items():
-            seconds[key].append(timed(con, *query)[0])
+            if key not in errors:
+                seconds[key].append(timed(con, *query)[0])
     return {
         "ok": True,
         "results": con.execute("select count(*) from fact_result").fetchall()[0][0],
@@ -177,6 +186,7 @@ def measure(database: Path, repeats: int) -> dict:
         **{
             kind: {
                 name: {"seconds": seconds[kind, name], "rows": rows[kind, name], "sql": sql, "params": params}
+                | ({"error": errors[kind, name]} if (kind, name) in errors else {})
                 for name, (sql, params) in queries.items()
             }
             for kind, queries in sets.items()
@@ -190,9 +200,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--out", type=Path, help="Markdown file to write the results into")
     parser.add_argument("--note", default="", help="said beside the load average, e.g. 'machine quiet'")
+    parser.add_argument("--examples-only", action="store_true", help="the README examples, no view read whole")
+    parser.add_argument("--memory-limit", help="DuckDB's memory_limit (default: DuckDB's own), e.g. 1GB as the CLI")
     args = parser.parse_args(argv)
+    if args.out and args.examples_only:
+        parser.error("--out writes the whole-view ratios too: leave out --examples-only")
     started = machine(args.note)
-    results = measure(args.database, args.repeats)
+    results = measure(args.database, args.repeats, not args.examples_only, args.memory_limit)
     results["machine"] = started | {"load_end": os.getloadavg()[0]}
     results["command"] = "python -m benchmarks.views " + shlex.join(sys.argv[1:] if argv is None else argv)
     if args.out:
