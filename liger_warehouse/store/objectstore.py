@@ -8,7 +8,9 @@ Credentials, region and profile come from the standard AWS chain (``AWS_ACCESS_K
 
 from __future__ import annotations
 
+import io
 import os
+import threading
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
@@ -76,7 +78,7 @@ class ImmutableReadCache(AbstractFileSystem):
         if mode != "rb":
             raise PermissionError(f"{path}: the warehouse is read-only to DuckDB")
         local = self._local_copy(path)
-        return open(local, "rb") if local else self.target.open(path, "rb")
+        return PositionalFile(local) if local else self.target.open(path, "rb")
 
     def info(self, path: str, **kwargs) -> dict:
         local = self._local_copy(path)
@@ -92,3 +94,44 @@ class ImmutableReadCache(AbstractFileSystem):
 
     def ls(self, path: str, detail: bool = True, **kwargs):
         return self.target.ls(path, detail=detail, **kwargs)
+
+
+class PositionalFile(io.RawIOBase):
+    """A local file read-only, with a read position per thread.
+
+    DuckDB's Python filesystem reads a handle as a ``seek`` and then a ``read``, taking the GIL
+    for each, and its Parquet scan reads one handle from several threads: with one shared
+    position, another thread's seek can fall between the two and the read returns the wrong
+    bytes (DuckDB then fails with "invalid TType" or "don't know what type"). Each thread's own
+    position, and ``os.pread``, keep every read where its own seek put it."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__()
+        self._fd = os.open(path, os.O_RDONLY)
+        self._size = os.fstat(self._fd).st_size
+        self._position = threading.local()
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return getattr(self._position, "at", 0)
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self.tell(), io.SEEK_END: self._size}[whence]
+        self._position.at = base + offset
+        return self._position.at
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:
+        data = os.pread(self._fd, len(buffer), self.tell())
+        buffer[: len(data)] = data
+        self._position.at = self.tell() + len(data)
+        return len(data)
+
+    def close(self) -> None:
+        if not self.closed:
+            os.close(self._fd)
+        super().close()
