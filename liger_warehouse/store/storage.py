@@ -14,7 +14,11 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import shutil
+import tempfile
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
@@ -90,6 +94,38 @@ class Storage:
             os.fsync(out.fileno())
         failpoint(f"storage-replace:{key.split('/', 1)[0]}")
         os.replace(tmp, path)
+
+    @contextmanager
+    def spooled(self, key: str) -> Iterator[str]:
+        """A local file to write an object's bytes to before ``write_file`` puts them at a key
+        under ``key``'s directory (a large part is never held in memory): beside it under a local
+        root, so it moves into place by a rename; in the system's temporary directory otherwise.
+        Removed on exit if it is still there."""
+        if isinstance(self.fs, LocalFileSystem):
+            path = self._path(key)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            local = f"{path}.tmp-{uuid.uuid4().hex}"
+        else:
+            handle, local = tempfile.mkstemp(suffix=".tmp")
+            os.close(handle)
+        try:
+            yield local
+        finally:
+            if os.path.exists(local):
+                os.remove(local)
+
+    def write_file(self, key: str, local: str) -> None:
+        """Put the finished file ``local`` (from ``spooled``) at ``key``, as ``write_bytes``
+        would put its bytes: readers see the old object or the new one, never a mix."""
+        if not isinstance(self.fs, LocalFileSystem):
+            # streamed in chunks (a multipart upload): the object appears whole when it completes
+            with open(local, "rb") as source, self.fs.open(self._path(key), "wb") as target:
+                shutil.copyfileobj(source, target, 8 << 20)
+            return
+        with open(local, "rb") as written:
+            os.fsync(written.fileno())
+        failpoint(f"storage-replace:{key.split('/', 1)[0]}")
+        os.replace(local, self._path(key))
 
     def write_text(self, key: str, text: str) -> None:
         self.write_bytes(key, text.encode("utf-8"))
