@@ -189,8 +189,8 @@ class _Incremental:
         con.execute(
             "create or replace temp table build_step_rows as "
             f"select * from ({parts_select('fact_build_step', held)}) as s "
-            "semi join build_step as w on s.pair.base_key = w.prev_build and s.pair.head_key = w.build "
-            "where s.pair.head_key not in (select build from redone_head)"
+            "semi join build_step as w on s.base_build = w.prev_build and s.head_build = w.build "
+            "where s.head_build not in (select build from redone_head)"
         )
         try:
             for heads in batches:

@@ -31,7 +31,7 @@ ORDER = {
     "fact_run_point": ["run", "series_digest"],
     "fact_recent_point": ["run", "series_digest"],
     "fact_build_point": ["build", "series_digest"],
-    "fact_build_step": ["pair.head_key", "pair.base_key", "series_digest"],
+    "fact_build_step": ["head_build", "base_build", "series_digest"],
     "fact_series_noise": ["series_digest"],
     "fact_speedup_noise": ["liger_series_digest", "baseline_series_digest"],
 }
@@ -88,7 +88,7 @@ def narrowed(
 
 def in_order(name: str, data: pa.Table) -> pa.Table:
     """In ``ORDER``, in one chunk: the same rows are the same bytes however they were put together."""
-    return data.sort_by([(tuple(column.split(".")), "ascending") for column in ORDER[name]]).combine_chunks()
+    return data.sort_by([(column, "ascending") for column in ORDER[name]]).combine_chunks()
 
 
 def grouped(batches: Iterable[pa.RecordBatch], column: str) -> Iterator[tuple[object, pa.Table]]:

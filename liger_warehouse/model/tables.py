@@ -274,13 +274,11 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("observed_at", TS),
         ]
     ),
-    # decompose_points' columns, in its order (sql/macros/decompose_points.sql)
+    # decompose_points' columns in its order (sql/macros/decompose_points.sql), its pair as two builds
     "fact_build_step": pa.schema(
         [
-            (
-                "pair",
-                pa.struct([(f"{side}_{part}", pa.string()) for side in ("base", "head") for part in ("kind", "key")]),
-            ),
+            ("base_build", pa.string()),  # the pair of builds: `decompose` rebuilds its `pair`
+            ("head_build", pa.string()),
             ("series_digest", DIGEST),
             ("is_liger", pa.bool_()),
             *((key, pa.string()) for key in ("sweep_key", "kernel_key", "host_key")),

@@ -2,6 +2,7 @@
 -- for some series (`series_builds`): `decompose_points` of those pairs, stored at publish so that
 -- `decompose` (and through it version_steps, version_history, regressions and compare_versions of
 -- adjacent builds) reads the split of each change instead of computing its drift medians per query.
+-- The pair is kept as its two builds (`base_build`, `head_build`); `decompose` rebuilds `pair`.
 --
 -- Materialized at publish (a derived table). While it is derived a batch at a time, the variable
 -- `build_step_heads` lists the head builds of the pairs wanted; unset, every pair.
@@ -12,7 +13,10 @@ with steps as (
     where prev_build is not null
         and (getvariable('build_step_heads') is null or list_contains(getvariable('build_step_heads'), build))
 )
-select *
+select
+    pair.base_key as base_build,
+    pair.head_key as head_build,
+    * exclude (pair)
 from decompose_points((
     select list({'base_kind': 'build', 'base_key': prev_build, 'head_kind': 'build', 'head_key': build})
     from steps

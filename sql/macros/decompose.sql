@@ -8,9 +8,15 @@ with wanted as (
     select distinct unnest(pairs) as pair
 ),
 stored as (
-    select *
-    from fact_build_step
-    where pair in (select pair from wanted where pair.base_kind = 'build' and pair.head_kind = 'build')
+    select
+        {'base_kind': 'build', 'base_key': s.base_build, 'head_kind': 'build', 'head_key': s.head_build} as pair,
+        s.* exclude (base_build, head_build)
+    from fact_build_step as s
+    semi join wanted as w
+        on w.pair.base_kind = 'build'
+        and w.pair.head_kind = 'build'
+        and s.base_build = w.pair.base_key
+        and s.head_build = w.pair.head_key
 ),
 computed as (
     select *
