@@ -209,24 +209,23 @@ class _Incremental:
     def _derive_steps(self, con: duckdb.DuckDBPyConnection, heads: pa.Array) -> None:
         """Adds fact_build_step's rows of the pairs into ``heads`` to ``build_step_rows``: the
         model over build points narrowed to those pairs' builds (a pair's decomposition reads
-        only its two builds' points)."""
-        con.register("step_head", pa.table({"build": heads}))
+        only its two builds' points, so pairs with a build left out give no rows)."""
+        con.register("touched_build", pa.table({"build": heads}))
         builds = (
-            "build in (select build from step_head union "
-            "select prev_build from build_step where build in (select build from step_head))"
+            "build in (select build from touched_build union "
+            "select prev_build from build_step where build in (select build from touched_build))"
         )
         views = {
             "fact_build_point": (self.gen.parts("fact_build_point"), builds),
             "fact_run_point": ([], ""),  # decompose_points reads only the 'build' sides
             "fact_recent_point": ([], ""),
         }
-        con.execute("set variable build_step_heads = ?", [heads.to_pylist()])
         source = model_sql("fact_build_step").strip().removesuffix(";")
-        try:
-            with narrowed(con, self.gen, views):
-                con.execute(f"insert into build_step_rows by name select * from ({source}\n)")
-        finally:
-            con.execute("reset variable build_step_heads")
+        with narrowed(con, self.gen, views):
+            con.execute(
+                f"insert into build_step_rows by name select * from ({source}\n) "
+                "where head_build in (select build from touched_build)"
+            )
 
     def _touched_builds(self, run_points: list[Part]) -> pa.Array:
         """Builds of run parts that came or went, and the versions (their release builds) of

@@ -4,14 +4,12 @@
 -- adjacent builds) reads the split of each change instead of computing its drift medians per query.
 -- The pair is kept as its two builds (`base_build`, `head_build`); `decompose` rebuilds `pair`.
 --
--- Materialized at publish (a derived table). While it is derived a batch at a time, the variable
--- `build_step_heads` lists the head builds of the pairs wanted; unset, every pair.
+-- Materialized at publish (a derived table).
 -- reads: decompose_points, series_builds
 with steps as (
     select distinct prev_build, build
     from series_builds
     where prev_build is not null
-        and (getvariable('build_step_heads') is null or list_contains(getvariable('build_step_heads'), build))
 )
 select
     pair.base_key as base_build,
