@@ -82,18 +82,13 @@ class Storage:
     def write_bytes(self, key: str, data: bytes | memoryview) -> None:
         """Write ``key`` whole; readers see the old object or the new one, never a mix. A local
         root writes a ``memoryview`` (a large part's buffer) without copying it."""
-        path = self._path(key)
         if not isinstance(self.fs, LocalFileSystem):
-            self.fs.pipe_file(path, bytes(data))
+            self.fs.pipe_file(self._path(key), bytes(data))
             return
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        tmp = f"{path}.tmp-{uuid.uuid4().hex}"
-        with open(tmp, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-        failpoint(f"storage-replace:{key.split('/', 1)[0]}")
-        os.replace(tmp, path)
+        with self.spooled(key) as local:
+            with open(local, "wb") as out:
+                out.write(data)
+            self.write_file(key, local)
 
     @contextmanager
     def spooled(self, key: str) -> Iterator[str]:
