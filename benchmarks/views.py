@@ -25,7 +25,6 @@ import json
 import os
 import re
 import shlex
-import sys
 import time
 from pathlib import Path
 
@@ -194,6 +193,17 @@ def measure(database: Path, repeats: int, whole: bool = True, memory_limit: str 
     }
 
 
+def _command(args: argparse.Namespace) -> str:
+    """The invocation as it is recorded: the options that shape the numbers, the warehouse as
+    ``WAREHOUSE`` (a local path would name this machine's scratch directory)."""
+    words = ["--database", "WAREHOUSE/liger.duckdb", "--repeats", str(args.repeats)]
+    words += ["--examples-only"] * args.examples_only + (
+        ["--memory-limit", args.memory_limit] if args.memory_limit else []
+    )
+    words += (["--out", "docs/PERFORMANCE.md"] if args.out else []) + (["--note", args.note] if args.note else [])
+    return "python -m benchmarks.views " + shlex.join(words)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.views", description=__doc__.split("\n\n")[0])
     parser.add_argument("--database", type=Path, required=True)
@@ -208,7 +218,7 @@ def main(argv: list[str] | None = None) -> None:
     started = machine(args.note)
     results = measure(args.database, args.repeats, not args.examples_only, args.memory_limit)
     results["machine"] = started | {"load_end": os.getloadavg()[0]}
-    results["command"] = "python -m benchmarks.views " + shlex.join(sys.argv[1:] if argv is None else argv)
+    results["command"] = _command(args)
     if args.out:
         write_section(args.out, SECTION, report.query_section(results))
     print(json.dumps(results, default=str))
