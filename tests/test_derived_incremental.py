@@ -46,6 +46,7 @@ def test_each_refresh_derives_what_it_touched_and_matches_a_derivation_from_scra
     root = tmp_path / "warehouse"
     gens = GenerationStore(Storage(str(root)))
     previous: dict[str, str] = {}
+    previous_pairs: dict[str, str] = {}
     written: dict[str, int] = {}  # each run part's file and when it was written
     for step, runs in enumerate(LISTINGS):
         _list_runs(mirror, runs)
@@ -53,15 +54,18 @@ def test_each_refresh_derives_what_it_touched_and_matches_a_derivation_from_scra
         published = gens.current()
         run_parts = {p.key: p.file for p in published.parts("fact_run_point")}
         assert sorted(run_parts) == sorted(runs)
-        if step == 1:  # one new nightly: one new run part, the others carried
+        pair_parts = {p.key: p.file for p in published.parts("fact_speedup_pair")}
+        assert set(run_parts) < set(pair_parts), "a speedup pair part per source: the runs and main's CSVs"
+        if step == 1:  # one new nightly: one new run part and speedup pair part, the others carried
             assert {r for r, f in run_parts.items() if previous.get(r) != f} == {"1fdb668"}
+            assert {r for r, f in pair_parts.items() if previous_pairs.get(r) != f} == {"1fdb668"}
         if step == 3:  # the release run, and the nightly of its commit it makes a release run
             assert {r for r, f in run_parts.items() if previous.get(r) != f} == {"7644a0f-v0.7.0", "7644a0f"}
         if step:
             assert published.parts("dim_series")[0].key == derived.derivation_version(), "carried, not derived whole"
             carried = {f for r, f in run_parts.items() if previous.get(r) == f}
             assert carried and all((root / f).stat().st_mtime_ns == written[f] for f in carried), "rewritten"
-        previous = run_parts
+        previous, previous_pairs = run_parts, pair_parts
 
         incremental = {name: gens.read_table(published, name) for name in SQL_MODELS}
         scratch_gen = replace(  # staged on the published generation, so it may be re-staged

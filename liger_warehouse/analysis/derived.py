@@ -9,9 +9,10 @@ tables, the analytic views of ``sql/`` and the models before it.
 A refresh derives what its new facts touch and carries the rest from the published generation
 (``_Incremental``), with the same rows a derivation from scratch gives:
 
-- ``fact_run_point`` has one part per gh-pages run, named by a digest of what its rows come
-  from (the run's fact_result parts, its revisions, the releases of its commit, the SQL): a run
-  whose inputs are unchanged keeps its part, a new run gets one;
+- ``fact_run_point`` has one part per gh-pages run and ``fact_speedup_pair`` one per source (a
+  run, a main-branch CSV, an import), named by a digest of what the source's rows come from
+  (its fact_result parts, its revisions, the releases of its commit, the SQL): a source whose
+  inputs are unchanged keeps its part, a new or changed one gets a new part;
 - ``dim_series`` adds the series of new fact_result parts that it lacks;
 - ``fact_build_point`` re-derives the builds whose points changed (the builds of changed run
   parts, the versions of changed main-branch or imported rows) and carries the others;
@@ -34,7 +35,8 @@ DuckDB table that spills to disk.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from hashlib import sha256
 from pathlib import Path
@@ -44,6 +46,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from liger_warehouse.analysis.model_rows import (
+    ORDER,
     derivation_version,
     derive,
     grouped,
@@ -54,13 +57,15 @@ from liger_warehouse.analysis.model_rows import (
     stream,
 )
 from liger_warehouse.analysis.run_step_batches import batched_run_steps
-from liger_warehouse.model.tables import SCHEMAS, SQL_MODELS
+from liger_warehouse.model.tables import SCHEMAS, SQL_MODELS, empty
 from liger_warehouse.serve.database import SQL_DIR, create_views, open_duckdb, parts_select, table_view_sql
 from liger_warehouse.store.generations import Generation, GenerationStore, Part
 
 # Results per batch of builds when fact_build_point is derived from scratch: at 10^7 results
 # the whole derivation in one query ran out of DuckDB's 1 GB limit, and so did batches of 2M.
 BATCH_RESULTS = 500_000
+# Derived tables with one part per source, each read from that source's rows alone.
+PER_SOURCE = ("fact_run_point", "fact_speedup_pair")
 
 
 def _digest(*values: object) -> str:
@@ -97,18 +102,28 @@ class _Incremental:
         gone = [p for p in prior.parts("fact_result") if p.file not in kept] if prior else []
         return cls(gens, gen, prior, new, gone)
 
-    def run_points(self, con: duckdb.DuckDBPyConnection) -> list[Part]:
-        """One part per gh-pages run, re-derived only where its inputs changed."""
-        wanted = _run_point_files(con, self.gen)
-        held = {(p.key, p.file): p for p in self.prior.parts("fact_run_point")} if self.prior else {}
-        parts = {run: held[(run, file)] for run, file in wanted.items() if (run, file) in held}
-        todo = sorted(set(wanted) - set(parts))
-        if todo:
-            runs = [p for p in self.gen.parts("fact_result") if p.key in todo]
-            with narrowed(con, self.gen, {"fact_result": (runs, "")}):
-                for run, rows in grouped(stream(con, "fact_run_point"), "run"):
-                    parts[run] = self.gens.write_part("fact_run_point", run, Path(wanted[run]).stem, rows)
-        return [parts[run] for run in sorted(parts)]
+    def source_parts(self, con: duckdb.DuckDBPyConnection, table: str, sources: dict[str, _Source]) -> list[Part]:
+        """One part of ``table`` per source of ``sources`` (each gh-pages run for the run points,
+        every source for the speedup pairs: a model whose rows each read one source's rows),
+        re-derived only where its inputs changed, a batch of sources at a time."""
+        held = {(p.key, p.file): p for p in self.prior.parts(table)} if self.prior else {}
+        files = {key: f"tables/{table}/{source.digest}.parquet" for key, source in sources.items()}
+        parts = {key: held[(key, file)] for key, file in files.items() if (key, file) in held}
+        results = Counter()
+        for part in self.gen.parts("fact_result"):
+            results[part.key] += part.rows
+        for batch in map(set, _batches((key, results[key]) for key in sorted(sources) if key not in parts)):
+            revisions = {revision for key in batch for revision in sources[key].revisions}
+            views = {
+                "fact_result": ([p for p in self.gen.parts("fact_result") if p.key in batch], ""),
+                "fact_revision_member": ([p for p in self.gen.parts("fact_revision_member") if p.key in revisions], ""),
+            }
+            with narrowed(con, self.gen, views):
+                for key, rows in grouped(stream(con, table), ORDER[table][0]):
+                    parts[key] = self.gens.write_part(table, key, Path(files[key]).stem, rows)
+            for key in batch - parts.keys():  # a source none of whose rows makes a row here
+                parts[key] = self.gens.write_part(table, key, Path(files[key]).stem, empty(table))
+        return [parts[key] for key in sorted(parts)]
 
     def series(self, con: duckdb.DuckDBPyConnection) -> list[Part]:
         """The published series and those of the new fact_result parts that it lacks."""
@@ -246,18 +261,24 @@ class _Incremental:
 
 
 def _build_batches(con: duckdb.DuckDBPyConnection) -> Iterator[pa.Array]:
-    """Every build of ``dim_build`` in release order, in batches of at most ``BATCH_RESULTS``
-    results (a build with more is a batch of its own)."""
+    """Every build of ``dim_build`` in release order, in ``_batches``."""
+    builds = con.execute("select build, results from dim_build order by build_rank").fetchall()
+    return (pa.array(batch, pa.string()) for batch in _batches(builds))
+
+
+def _batches(sized: Iterable[tuple[str, int]]) -> Iterator[list[str]]:
+    """Names in order, in batches of at most ``BATCH_RESULTS`` results (a name with more is a
+    batch of its own)."""
     batch: list[str] = []
     held = 0
-    for build, results in con.execute("select build, results from dim_build order by build_rank").fetchall():
+    for name, results in sized:
         if batch and held + results > BATCH_RESULTS:
-            yield pa.array(batch, pa.string())
+            yield batch
             batch, held = [], 0
-        batch.append(build)
+        batch.append(name)
         held += results
     if batch:
-        yield pa.array(batch, pa.string())
+        yield batch
 
 
 def _carried(prior: Generation, table: str) -> bool:
@@ -268,19 +289,30 @@ def _carried(prior: Generation, table: str) -> bool:
 def derived_current(gen: Generation) -> bool:
     """Whether ``gen``'s derived tables were derived by this code's SQL. After an upgrade that
     changed ``sql/``, they were not: the next refresh stages a generation to derive them again,
-    even when upstream holds nothing new. (``fact_run_point`` parts are keyed by run; the SQL is
+    even when upstream holds nothing new. (The per-source tables' parts are keyed by source; the SQL is
     in their names, and they are derived with the others.)"""
-    return all(_carried(gen, name) for name in SQL_MODELS if name != "fact_run_point")
+    return all(_carried(gen, name) for name in SQL_MODELS if name not in PER_SOURCE)
 
 
-def _run_point_files(con: duckdb.DuckDBPyConnection, gen: Generation) -> dict[str, str]:
-    """Each gh-pages run's fact_run_point part, named by a digest of what its rows come from:
-    the run's fact_result parts, its revisions and their places, the releases of its commit
-    (a release run makes the other runs of its commit release runs), and the SQL."""
+@dataclass(frozen=True)
+class _Source:
+    """A source of fact_result (a gh-pages run, a main-branch CSV, an import) and what the rows
+    derived from it alone come from."""
+
+    source: str
+    revisions: frozenset[str]
+    digest: str  # of its fact_result parts, its revisions and their places, its releases, the SQL
+
+
+def _sources(con: duckdb.DuckDBPyConnection, gen: Generation) -> dict[str, _Source]:
+    """Each source of ``gen``'s fact_result parts. Its digest names its parts of the per-source
+    derived tables: the source's fact_result parts, its revisions and their places, the releases
+    of its commit (a release run makes the other runs of its commit release runs), and the SQL."""
     revisions = con.execute(
         """
         select
             r.source_key,
+            any_value(r.source),
             list([r.revision_digest, r.seq::varchar] order by r.seq, r.revision_digest) as revisions,
             list_sort(list(distinct rc.release_version) filter (where rc.release_version is not null)) as releases
         from dim_upstream_revision as r
@@ -289,17 +321,23 @@ def _run_point_files(con: duckdb.DuckDBPyConnection, gen: Generation) -> dict[st
             from dim_upstream_revision
             where release_version is not null
         ) as rc on rc.run_commit = split_part(r.run, '-', 1)
-        where r.source = 'gh-pages'
         group by r.source_key
         """
     ).fetchall()
     files: dict[str, list[str]] = {}
     for part in gen.parts("fact_result"):
         files.setdefault(part.key, []).append(part.file)
+    held = {key: (source, revs, releases) for key, source, revs, releases in revisions}
+    if missing := sorted(set(files) - set(held)):
+        raise ValueError(f"fact_result parts of sources without revisions in dim_upstream_revision: {missing}")
     return {
-        run: f"tables/fact_run_point/{_digest(derivation_version(), run, sorted(files[run]), held, releases)}.parquet"
-        for run, held, releases in revisions
-        if run in files
+        key: _Source(
+            source,
+            frozenset(digest for digest, _ in revs),
+            _digest(derivation_version(), key, sorted(files[key]), revs, releases),
+        )
+        for key, (source, revs, releases) in held.items()
+        if key in files
     }
 
 
@@ -313,9 +351,13 @@ def add_to_generation(gens: GenerationStore, gen: Generation, from_scratch: bool
     tables: dict[str, list[Part]] = {}
     with open_duckdb(gens.storage) as con:
         create_views(con, gen, reads=model_reads())
+        sources = _sources(con, gen)
         for name in SQL_MODELS:
             if name == "fact_run_point":
-                parts = incremental.run_points(con)
+                gh_pages = {key: source for key, source in sources.items() if source.source == "gh-pages"}
+                parts = incremental.source_parts(con, name, gh_pages)
+            elif name == "fact_speedup_pair":
+                parts = incremental.source_parts(con, name, sources)
             elif name == "dim_series":
                 parts = incremental.series(con)
             elif name == "fact_build_point":

@@ -51,6 +51,10 @@ DESCRIPTIONS = {
     "series: the change between them split into host drift, the kernel's baselines, the sweep and the "
     "series' own (decompose), which version_steps and regressions judge. Derived at publish by "
     "sql/derived/fact_build_step.sql; docs/VERDICTS.md.",
+    "fact_speedup_pair": "One row per Liger result and baseline result one upstream revision showed "
+    "together (same GPU, workload, mode, metric and Liger version), with both p50s and the build the "
+    "Liger result stands for: what speedups and speedup_history read. One part per source. Derived at "
+    "publish by sql/derived/fact_speedup_pair.sql.",
     "fact_series_noise": "One row per series: its run-to-run noise (against its sweep, and its "
     "sweep's shifts), read from its gh-pages run history, and the smallest change a verdict can see "
     "in it. Derived at publish by sql/derived/fact_series_noise.sql; docs/VERDICTS.md.",

@@ -299,6 +299,28 @@ SCHEMAS: dict[str, pa.Schema] = {
             *((log, pa.float64()) for log in ("own_log", "sweep_own_log", "residual_log")),
         ]
     ),
+    "fact_speedup_pair": pa.schema(
+        [
+            ("source_key", pa.string()),
+            ("liger_result_digest", DIGEST),
+            ("baseline_result_digest", DIGEST),
+            ("liger_series_digest", DIGEST),
+            ("baseline_series_digest", DIGEST),
+            ("metric", pa.string()),
+            ("unit", pa.string()),
+            ("liger_version", pa.string()),
+            ("build", pa.string()),
+            ("liger_provider", pa.string()),
+            ("baseline_provider", pa.string()),
+            ("backend", pa.string()),
+            *((f"{side}_{q}", pa.float64()) for side in ("liger", "baseline") for q in ("p20", "p50", "p80")),
+            ("source", pa.string()),
+            ("revision", pa.string()),
+            ("liger_observed_at", TS),
+            ("baseline_observed_at", TS),
+            ("is_current", pa.bool_()),
+        ]
+    ),
     "fact_series_noise": pa.schema(
         [
             ("series_digest", DIGEST),
@@ -349,6 +371,7 @@ SQL_MODELS = (
     "fact_recent_point",
     "fact_build_point",
     "fact_build_step",
+    "fact_speedup_pair",
     "fact_series_noise",
     "fact_speedup_noise",
 )

@@ -7,94 +7,96 @@
 -- the other runs of its commit, else its main-branch snapshots; a nightly: its run), `runs`
 -- counts them, and `winner` reads it as `speedups` does with the noise scaled for the runs.
 -- `change` is speedup / previous speedup - 1.
--- reads: dim_build, regression_threshold, result_build, speedup_winner, speedups
+-- reads: dim_build, dim_series, fact_speedup_noise, fact_speedup_pair, regression_threshold, speedup, speedup_pool, speedup_winner
 create or replace view speedup_history as
+-- Each pair's speedup, keyed by its pairing. The pairing's metric and baseline provider follow
+-- from it; they are keys too so that a filter on them applies before the grouping.
 with placed as (
-    select s.*, b.build, s.source = 'gh-pages' as from_run
-    from speedups as s
-    join result_build as b on b.result_digest = s.liger_result_digest
+    select
+        liger_series_digest,
+        baseline_series_digest,
+        metric,
+        baseline_provider,
+        build,
+        source = 'gh-pages' as from_run,
+        speedup(unit, liger_p50, baseline_p50) as speedup,
+        liger_p50,
+        baseline_p50,
+        revision
+    from fact_speedup_pair
 ),
 -- A build stands on its runs where the pairing has any there, else on its other snapshots.
 basis as (
-    select liger_series_digest, baseline_series_digest, build, bool_or(from_run) as from_run
+    select liger_series_digest, baseline_series_digest, metric, baseline_provider, build, bool_or(from_run) as from_run
     from placed
     group by all
 ),
 points as (
     select
-        p.liger_series_digest,
-        p.baseline_series_digest,
-        p.build,
-        any_value(p.kernel) as kernel,
-        any_value(p.mode) as mode,
-        any_value(p.metric) as metric,
-        any_value(p.unit) as unit,
-        any_value(p.gpu) as gpu,
-        any_value(p.architecture) as architecture,
-        any_value(p.workload) as workload,
-        any_value(p.x_name) as x_name,
-        any_value(p.x_value) as x_value,
-        any_value(p.liger_provider) as liger_provider,
-        any_value(p.baseline_provider) as baseline_provider,
-        any_value(p.backend) as backend,
-        any_value(p.liger_version) as liger_version,
-        median(p.speedup) as speedup,
-        median(p.liger_p50) as liger_p50,
-        median(p.baseline_p50) as baseline_p50,
-        any_value(p.speedup_noise) as speedup_noise,
+        liger_series_digest, baseline_series_digest, metric, baseline_provider, build,
+        median(speedup) as speedup,
+        median(liger_p50) as liger_p50,
+        median(baseline_p50) as baseline_p50,
         count(*) as runs,
-        list(distinct p.revision order by p.revision) as sources
-    from placed as p
-    semi join basis as b using (liger_series_digest, baseline_series_digest, build, from_run)
-    group by p.liger_series_digest, p.baseline_series_digest, p.build
+        list(distinct revision order by revision) as sources
+    from placed
+    semi join basis using (liger_series_digest, baseline_series_digest, metric, baseline_provider, build, from_run)
+    group by all
 ),
-ordered as (
+judged as (
     select
         p.*,
         b.build_rank,
-        speedup_winner(p.speedup, p.speedup_noise, p.runs, regression_threshold()) as winner,
-        row_number() over pairing_order as point
+        b.liger_version,
+        coalesce(n.noise, pool.noise) as speedup_noise,
+        speedup_winner(p.speedup, coalesce(n.noise, pool.noise), p.runs, regression_threshold()) as winner
     from points as p
     join dim_build as b using (build)
-    window pairing_order as (partition by p.liger_series_digest, p.baseline_series_digest order by b.build_rank)
+    left join fact_speedup_noise as n using (liger_series_digest, baseline_series_digest)
+    left join speedup_pool as pool on pool.metric = p.metric
 ),
 stepped as (
     select
         *,
+        row_number() over pairing_order as point,
         lag(build) over pairing_order as prev_build,
         lag(speedup) over pairing_order as prev_speedup,
         lag(winner) over pairing_order as prev_winner
-    from ordered
-    window pairing_order as (partition by liger_series_digest, baseline_series_digest order by build_rank)
+    from judged
+    window pairing_order as (
+        partition by liger_series_digest, baseline_series_digest, metric, baseline_provider order by build_rank
+    )
 )
 select
-    kernel,
-    mode,
-    metric,
-    unit,
-    gpu,
-    architecture,
-    workload,
-    x_name,
-    x_value,
-    liger_provider,
-    baseline_provider,
-    backend,
-    point,
-    build,
-    liger_version,
-    build_rank,
-    speedup,
-    winner,
-    speedup_noise,
-    liger_p50,
-    baseline_p50,
-    runs,
-    sources,
-    prev_build,
-    prev_speedup,
-    prev_winner,
-    speedup / nullif(prev_speedup, 0) - 1 as change,
-    liger_series_digest,
-    baseline_series_digest
-from stepped;
+    ls.kernel,
+    ls.mode,
+    s.metric,
+    ls.unit,
+    ls.gpu,
+    ls.architecture,
+    ls.workload,
+    ls.x_name,
+    ls.x_value,
+    ls.provider as liger_provider,
+    s.baseline_provider,
+    ls.backend,
+    s.point,
+    s.build,
+    s.liger_version,
+    s.build_rank,
+    s.speedup,
+    s.winner,
+    s.speedup_noise,
+    s.liger_p50,
+    s.baseline_p50,
+    s.runs,
+    s.sources,
+    s.prev_build,
+    s.prev_speedup,
+    s.prev_winner,
+    s.speedup / nullif(s.prev_speedup, 0) - 1 as change,
+    s.liger_series_digest,
+    s.baseline_series_digest
+from stepped as s
+-- the Liger series names the kernel, pass, GPU and workload both sides share
+join dim_series as ls on ls.series_digest = s.liger_series_digest;
