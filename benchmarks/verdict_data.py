@@ -20,9 +20,9 @@ from liger_warehouse.store.storage import Storage
 
 # The run steps whose later run upstream lists before {run} ({op} is <), or up to it (<=).
 STEPS_UNTIL = """
-create or replace view run_steps as
+create or replace view fact_run_step as
 select * from run_steps_all
-where pair.head_key in (
+where head_run in (
     select run from dim_upstream_revision
     where source = 'gh-pages'
         and seq {op} (select min(seq) from dim_upstream_revision where source = 'gh-pages' and run = {run})
@@ -179,9 +179,9 @@ SENSITIVITY = (
 
 class Scratch:
     """A read-write copy of a warehouse's ``liger.duckdb`` whose series noise is recomputed from
-    ``sql/derived/fact_series_noise.sql`` under other ``verdict_rule()`` constants, or from fewer
-    run steps. Its views still read the warehouse's Parquet parts, which are never written; the
-    copy is deleted on ``close``.
+    ``sql/derived/fact_series_spread.sql`` and ``fact_series_noise.sql`` under other
+    ``verdict_rule()`` constants, or from fewer run steps. Its views still read the warehouse's
+    Parquet parts, which are never written; the copy is deleted on ``close``.
     """
 
     def __init__(self, database: Path, path: Path) -> None:
@@ -190,8 +190,9 @@ class Scratch:
         self.con = open_database(database, path)
         self.defaults: dict = self.con.execute("select verdict_rule()").fetchone()[0]
         # The run steps do not depend on the constants: computed once.
-        self.con.execute("create table run_steps_all as select * from run_steps")
-        self.con.execute("drop view fact_series_noise")
+        self.con.execute("create table run_steps_all as select * from fact_run_step")
+        for view in ("fact_series_spread", "fact_series_noise"):
+            self.con.execute(f"drop view {view}")
 
     def recompute(self, overrides: dict[str, float], until_run: str | None = None, including: bool = False) -> None:
         """Replace ``verdict_rule()`` by the defaults with ``overrides`` and rebuild the series noise
@@ -209,8 +210,9 @@ class Scratch:
             run = "'" + until_run.replace("'", "''") + "'"
             self.con.execute(STEPS_UNTIL.format(op="<=" if including else "<", run=run))
         else:
-            self.con.execute("create or replace view run_steps as select * from run_steps_all")
-        self.con.execute(f"create or replace table fact_series_noise as {model_sql('fact_series_noise')}")
+            self.con.execute("create or replace view fact_run_step as select * from run_steps_all")
+        for model in ("fact_series_spread", "fact_series_noise"):
+            self.con.execute(f"create or replace table {model} as {model_sql(model)}")
 
     def close(self) -> None:
         self.con.close()

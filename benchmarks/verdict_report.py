@@ -351,7 +351,8 @@ def section(results: Results, load: float, command: str) -> str:
         "",
         "### Sensitivity to the constants",
         "",
-        "Each series' noise recomputed from `sql/derived/fact_series_noise.sql` with one constant of "
+        "Each series' noise recomputed from `sql/derived/fact_series_spread.sql` and `fact_series_noise.sql` "
+        "with one constant of "
         "`verdict_rule()` changed, in a scratch copy of each warehouse's `liger.duckdb` (the injected run stays "
         "in the history, as in the *new rule* rows above); a `sweep_quantile` row reads the sweep shifts "
         f"against its matching `sweep_scale` (0.6745 for 0.5, 1.6449 for 0.9). {mismatch}",

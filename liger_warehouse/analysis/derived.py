@@ -1,10 +1,11 @@
 """Derived tables written by SQL models: one ``select`` per table in ``sql/derived/``.
 
 What the common questions need (each series and its sweep, the builds, the points that stand
-for a series in a run or a build, each series' noise) is computed once when a generation is
-staged, from the staged facts, and published with them as Parquet: the views read these tables
-instead of deriving them per query. Models run in ``SQL_MODELS`` order; each sees the staged
-tables, the analytic views of ``sql/`` and the models before it.
+for a series in a run or a build, the steps between them, the speedup pairs, each series' noise)
+is computed once when a generation is staged, from the staged facts, and published with them as
+Parquet: the views read these tables instead of deriving them per query. Models run in
+``SQL_MODELS`` order; each sees the staged tables, the analytic views of ``sql/`` and the models
+before it.
 
 A refresh derives what its new facts touch and carries the rest from the published generation
 (``_Incremental``), with the same rows a derivation from scratch gives:
@@ -18,18 +19,23 @@ A refresh derives what its new facts touch and carries the rest from the publish
   parts, the versions of changed main-branch or imported rows) and carries the others;
 - ``fact_build_step`` re-derives the pairs of consecutive builds with such a build on either side
   and carries the others (a pair's rows read only its two builds' points);
+- ``fact_run_step`` has one part per gh-pages run (the steps into it), named by a digest chained
+  over the run point parts of every run up to it: a new run adds a part, the others are carried;
+- ``fact_series_spread`` re-derives the series of the sweeps whose steps changed (a sweep's
+  spread reads every step of its series) and carries the others;
 - ``dim_build``, ``fact_recent_point``, ``fact_series_noise`` and ``fact_speedup_noise`` are
-  derived whole (a series' noise is shrunk toward pools over every series, so one new run moves
-  them all; a run's recent level reads the runs before it).
+  derived whole (a series' noise is its spread shrunk toward pools over every series, so one new
+  run moves them all, but that is a pass over one row per series; a run's recent level reads the
+  runs before it).
 
 The same model SQL runs in both cases, over views narrowed to the touched parts or builds.
 
 At 10^7 results no table is held whole in Python, and no model runs over everything in one
 query where that overflows DuckDB's memory limit: DuckDB sorts each table and streams it
 (``model_rows.stream``) into parts written a row group at a time; ``fact_build_point`` and
-``fact_build_step`` from scratch are derived a batch of builds at a time, and the ``run_steps``
-under ``fact_series_noise`` a batch of runs at a time (``run_step_batches``), each gathered in a
-DuckDB table that spills to disk.
+``fact_build_step`` from scratch are derived a batch of builds at a time, gathered in a DuckDB
+table that spills to disk, and the per-source tables a batch of sources (``fact_run_step``: of
+runs, ``run_step_batches``) at a time.
 """
 
 from __future__ import annotations
@@ -56,7 +62,7 @@ from liger_warehouse.analysis.model_rows import (
     narrowed,
     stream,
 )
-from liger_warehouse.analysis.run_step_batches import batched_run_steps
+from liger_warehouse.analysis.run_step_batches import RUNS_AND_PREVIOUS, step_batches
 from liger_warehouse.model.tables import SCHEMAS, SQL_MODELS, empty
 from liger_warehouse.serve.database import SQL_DIR, create_views, open_duckdb, parts_select, table_view_sql
 from liger_warehouse.store.generations import Generation, GenerationStore, Part
@@ -64,8 +70,8 @@ from liger_warehouse.store.generations import Generation, GenerationStore, Part
 # Results per batch of builds when fact_build_point is derived from scratch: at 10^7 results
 # the whole derivation in one query ran out of DuckDB's 1 GB limit, and so did batches of 2M.
 BATCH_RESULTS = 500_000
-# Derived tables with one part per source, each read from that source's rows alone.
-PER_SOURCE = ("fact_run_point", "fact_speedup_pair")
+# Derived tables with one part per source (a gh-pages run, a main-branch CSV, an import).
+PER_SOURCE = ("fact_run_point", "fact_speedup_pair", "fact_run_step")
 
 
 def _digest(*values: object) -> str:
@@ -119,11 +125,53 @@ class _Incremental:
                 "fact_revision_member": ([p for p in self.gen.parts("fact_revision_member") if p.key in revisions], ""),
             }
             with narrowed(con, self.gen, views):
-                for key, rows in grouped(stream(con, table), ORDER[table][0]):
-                    parts[key] = self.gens.write_part(table, key, Path(files[key]).stem, rows)
-            for key in batch - parts.keys():  # a source none of whose rows makes a row here
-                parts[key] = self.gens.write_part(table, key, Path(files[key]).stem, empty(table))
+                parts |= self._keyed_parts(table, stream(con, table), batch, files)
         return [parts[key] for key in sorted(parts)]
+
+    def run_steps(self, con: duckdb.DuckDBPyConnection, run_points: list[Part]) -> list[Part]:
+        """One part per gh-pages run: the steps into it. A run's steps read its points and those
+        of runs before it, so its part is named by a digest chained over the run point parts of
+        every run up to it in upstream's order: a new run at the end adds a part and carries the
+        others; a changed run re-derives its steps and those of every run after it. Derived a
+        batch of runs at a time over the run points those steps need (``step_batches``)."""
+        runs = con.execute(RUNS_AND_PREVIOUS).fetchall()
+        point_file = {p.key: p.file for p in run_points}
+        files, chain = {}, derivation_version()
+        for run, _, _ in runs:
+            chain = _digest(chain, run, point_file[run])
+            files[run] = f"tables/fact_run_step/{chain}.parquet"
+        held = {(p.key, p.file): p for p in self.prior.parts("fact_run_step")} if self.prior else {}
+        parts = {run: held[(run, file)] for run, file in files.items() if (run, file) in held}
+        source = model_sql("fact_run_step").strip().removesuffix(";")
+        for heads, needed in step_batches(row for row in runs if row[0] not in parts):
+            con.register("head_run", pa.table({"run": pa.array(sorted(heads), pa.string())}))
+            views = {
+                "fact_run_point": ([p for p in run_points if p.key in needed], ""),
+                # decompose_points reads only the 'run' sides of side_points
+                "fact_recent_point": ([], ""),
+                "fact_build_point": ([], ""),
+            }
+            with narrowed(con, self.gen, views):
+                rows = stream(
+                    con, "fact_run_step", f"select * from ({source}\n) where head_run in (select run from head_run)"
+                )
+                parts |= self._keyed_parts("fact_run_step", rows, heads, files)
+        return [parts[run] for run in sorted(parts)]
+
+    def _keyed_parts(
+        self, table: str, rows: pa.RecordBatchReader, keys: set[str], files: dict[str, str]
+    ) -> dict[str, Part]:
+        """A part of ``table`` per key of ``keys`` (a source, a run), written to its file of
+        ``files``, from ``rows`` sorted by the key (``ORDER``); a key without rows (a source
+        without a pair, a run without a step) gets an empty part, so it is not derived again."""
+        parts = {
+            key: self.gens.write_part(table, key, Path(files[key]).stem, part)
+            for key, part in grouped(rows, ORDER[table][0])
+        }
+        empty_part = empty(table)
+        return parts | {
+            key: self.gens.write_part(table, key, Path(files[key]).stem, empty_part) for key in keys - parts.keys()
+        }
 
     def series(self, con: duckdb.DuckDBPyConnection) -> list[Part]:
         """The published series and those of the new fact_result parts that it lacks."""
@@ -136,6 +184,33 @@ class _Incremental:
             found = derive(con, "dim_series")
         added = found.filter(pc.invert(pc.is_in(found["series_digest"], held["series_digest"])))
         return [self.content_part("dim_series", in_order("dim_series", pa.concat_tables([held, added])))]
+
+    def series_spreads(self, con: duckdb.DuckDBPyConnection, run_steps: list[Part]) -> list[Part]:
+        """The series of the sweeps whose run steps changed, or that have a series new to the
+        table, re-derived (a sweep's spread reads every step of its series); the others carried."""
+        if self.prior is None:
+            return [self.content_part("fact_series_spread", stream(con, "fact_series_spread"))]
+        before = {p.file: p for p in self.prior.parts("fact_run_step")}
+        after = {p.file: p for p in run_steps}
+        changed = [p for f, p in after.items() if f not in before] + [p for f, p in before.items() if f not in after]
+        con.register("changed_step", self.gens.read_parts("fact_run_step", changed, ["sweep_key"]))
+        held = parts_select("fact_series_spread", self.prior.parts("fact_series_spread"))
+        con.execute(f"create or replace temp table series_spread_rows as {held}")
+        con.execute(
+            "create or replace temp table touched_sweep as select sweep_key from changed_step union "
+            "select sweep_key from dim_series anti join series_spread_rows using (series_digest)"
+        )
+        in_touched = "sweep_key in (select sweep_key from touched_sweep)"
+        con.execute(f"delete from series_spread_rows where {in_touched}")
+        try:
+            views = {"fact_run_step": (run_steps, in_touched), "dim_series": (self.gen.parts("dim_series"), in_touched)}
+            with narrowed(con, self.gen, views):
+                con.execute(f"insert into series_spread_rows by name {model_sql('fact_series_spread')}")
+            rows = stream(con, "fact_series_spread", "select * from series_spread_rows")
+            return [self.content_part("fact_series_spread", rows)]
+        finally:
+            con.execute("drop table series_spread_rows")
+            con.execute("drop table touched_sweep")
 
     def build_points(self, con: duckdb.DuckDBPyConnection, run_points: list[Part]) -> list[Part]:
         """The builds whose points changed re-derived; the other builds' rows carried. From
@@ -364,9 +439,10 @@ def add_to_generation(gens: GenerationStore, gen: Generation, from_scratch: bool
                 parts = incremental.build_points(con, tables["fact_run_point"])
             elif name == "fact_build_step":
                 parts = incremental.build_steps(con, tables["fact_run_point"])
-            elif name == "fact_series_noise":
-                with batched_run_steps(con, gen, narrowed):
-                    parts = [incremental.content_part(name, stream(con, name))]
+            elif name == "fact_run_step":
+                parts = incremental.run_steps(con, tables["fact_run_point"])
+            elif name == "fact_series_spread":
+                parts = incremental.series_spreads(con, tables["fact_run_step"])
             else:
                 parts = [incremental.content_part(name, stream(con, name))]
             tables[name] = parts

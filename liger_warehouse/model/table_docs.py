@@ -55,6 +55,14 @@ DESCRIPTIONS = {
     "together (same GPU, workload, mode, metric and Liger version), with both p50s and the build the "
     "Liger result stands for: what speedups and speedup_history read. One part per source. Derived at "
     "publish by sql/derived/fact_speedup_pair.sql.",
+    "fact_run_step": "One row per series and pair of consecutive gh-pages runs that hold it: the change "
+    "between them split as fact_build_step splits a build step, which each series' noise is read from "
+    "(the run_steps view serves it). One part per head run. Derived at publish by "
+    "sql/derived/fact_run_step.sql; docs/VERDICTS.md.",
+    "fact_series_spread": "One row per series: how much it moved from one gh-pages run to the next "
+    "against its sweep, and how much its sweep shifted, from its run steps, before fact_series_noise "
+    "pulls them toward similar series. Derived at publish by sql/derived/fact_series_spread.sql; "
+    "docs/VERDICTS.md.",
     "fact_series_noise": "One row per series: its run-to-run noise (against its sweep, and its "
     "sweep's shifts), read from its gh-pages run history, and the smallest change a verdict can see "
     "in it. Derived at publish by sql/derived/fact_series_noise.sql; docs/VERDICTS.md.",

@@ -24,6 +24,24 @@ PARAM = pa.struct(
     ]
 )
 
+# decompose_points' columns in its order after its pair (sql/macros/decompose_points.sql)
+DECOMPOSED = [
+    ("series_digest", DIGEST),
+    ("is_liger", pa.bool_()),
+    *((key, pa.string()) for key in ("sweep_key", "kernel_key", "host_key")),
+    *(
+        column
+        for side in ("base", "head")
+        for column in (
+            *((f"{side}_{q}", pa.float64()) for q in ("p20", "p50", "p80")),
+            (f"{side}_runs", pa.int64()),
+            (f"{side}_sources", pa.list_(pa.string())),
+        )
+    ),
+    *((log, pa.float64()) for log in ("change_log", "drift_log", "adjusted_log", "kernel_drift_log", "sweep_log")),
+    ("sweep_series", pa.int64()),
+    *((log, pa.float64()) for log in ("own_log", "sweep_own_log", "residual_log")),
+]
 SCHEMAS: dict[str, pa.Schema] = {
     "dim_protocol": pa.schema(
         [
@@ -274,31 +292,10 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("observed_at", TS),
         ]
     ),
-    # decompose_points' columns in its order (sql/macros/decompose_points.sql), its pair as two builds
-    "fact_build_step": pa.schema(
-        [
-            ("base_build", pa.string()),  # the pair of builds: `decompose` rebuilds its `pair`
-            ("head_build", pa.string()),
-            ("series_digest", DIGEST),
-            ("is_liger", pa.bool_()),
-            *((key, pa.string()) for key in ("sweep_key", "kernel_key", "host_key")),
-            *(
-                column
-                for side in ("base", "head")
-                for column in (
-                    *((f"{side}_{q}", pa.float64()) for q in ("p20", "p50", "p80")),
-                    (f"{side}_runs", pa.int64()),
-                    (f"{side}_sources", pa.list_(pa.string())),
-                )
-            ),
-            *(
-                (log, pa.float64())
-                for log in ("change_log", "drift_log", "adjusted_log", "kernel_drift_log", "sweep_log")
-            ),
-            ("sweep_series", pa.int64()),
-            *((log, pa.float64()) for log in ("own_log", "sweep_own_log", "residual_log")),
-        ]
-    ),
+    # decompose_points of a pair of builds (run_steps): the pair as its two builds (runs);
+    # `decompose` (`run_steps`) rebuilds its `pair`
+    "fact_build_step": pa.schema([("base_build", pa.string()), ("head_build", pa.string()), *DECOMPOSED]),
+    "fact_run_step": pa.schema([("base_run", pa.string()), ("head_run", pa.string()), *DECOMPOSED]),
     "fact_speedup_pair": pa.schema(
         [
             ("source_key", pa.string()),
@@ -319,6 +316,19 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("liger_observed_at", TS),
             ("baseline_observed_at", TS),
             ("is_current", pa.bool_()),
+        ]
+    ),
+    "fact_series_spread": pa.schema(
+        [
+            ("series_digest", DIGEST),
+            ("metric", pa.string()),
+            ("is_liger", pa.bool_()),
+            ("sweep_key", pa.string()),
+            ("history", pa.int64()),
+            ("alone", pa.bool_()),
+            ("residual_spread", pa.float64()),
+            ("sweep_history", pa.int64()),
+            ("sweep_spread", pa.float64()),
         ]
     ),
     "fact_series_noise": pa.schema(
@@ -372,6 +382,8 @@ SQL_MODELS = (
     "fact_build_point",
     "fact_build_step",
     "fact_speedup_pair",
+    "fact_run_step",
+    "fact_series_spread",
     "fact_series_noise",
     "fact_speedup_noise",
 )
