@@ -181,3 +181,16 @@ def test_a_step_alone_refuses_inputs_staged_in_different_generations(tmp_path: P
     # Run in order, the steps publish it.
     for step in ("fact_change_point", "sql_models", "published_generation"):
         assert newer.materialize(STEPS[step]).success, step
+
+
+def test_each_derived_table_says_how_long_it_took(steps: Steps) -> None:
+    for step in ("warehouse_tables", "fact_change_point"):
+        assert steps.materialize(STEPS[step]).success, step
+    result = steps.materialize(STEPS["sql_models"])
+    assert result.success
+    seconds = {
+        event.asset_key.to_user_string(): event.step_materialization_data.materialization.metadata["seconds"].value
+        for event in result.get_asset_materialization_events()
+    }
+    assert set(seconds) == set(SQL_MODELS)
+    assert all(value >= 0 for value in seconds.values())

@@ -41,6 +41,7 @@ runs, ``run_step_batches``) at a time.
 from __future__ import annotations
 
 import json
+import time
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
@@ -416,18 +417,22 @@ def _sources(con: duckdb.DuckDBPyConnection, gen: Generation) -> dict[str, _Sour
     }
 
 
-def add_to_generation(gens: GenerationStore, gen: Generation, from_scratch: bool = False) -> dict[str, list[Part]]:
+def add_to_generation(
+    gens: GenerationStore, gen: Generation, from_scratch: bool = False, seconds: dict[str, float] | None = None
+) -> dict[str, list[Part]]:
     """Run every SQL model over staged generation ``gen`` and re-stage it with their tables
     (``GenerationStore.restage``: refused once ``gen`` is published or superseded).
 
     What the published parent already derived is carried where its inputs are unchanged
-    (``from_scratch`` derives everything anew; the rows are the same either way)."""
+    (``from_scratch`` derives everything anew; the rows are the same either way). ``seconds``,
+    when given, receives how long each table took (derived or carried)."""
     incremental = _Incremental.of(gens, gen, from_scratch)
     tables: dict[str, list[Part]] = {}
     with open_duckdb(gens.storage) as con:
         create_views(con, gen, reads=model_reads())
         sources = _sources(con, gen)
         for name in SQL_MODELS:
+            started = time.perf_counter()
             if name == "fact_run_point":
                 gh_pages = {key: source for key, source in sources.items() if source.source == "gh-pages"}
                 parts = incremental.source_parts(con, name, gh_pages)
@@ -449,5 +454,7 @@ def add_to_generation(gens: GenerationStore, gen: Generation, from_scratch: bool
             # The next models read this one as the staged generation will show it.
             gen.tables[name] = parts
             con.execute(table_view_sql(gen, name))
+            if seconds is not None:
+                seconds[name] = time.perf_counter() - started
     gens.restage(gen)
     return tables

@@ -83,13 +83,16 @@ def _model_specs() -> list[dg.AssetSpec]:
 @dg.multi_asset(specs=_model_specs(), can_subset=False)
 def sql_models(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
     """The derived tables of ``sql/derived/``: each series and its sweep, the builds, the points
-    that stand for a series in each run and build, and each series' noise. Computed by DuckDB from
-    the staged facts and added to the staged generation, so they publish with them. That
+    that stand for a series in each run and build, the steps between them, the speedup pairs and
+    each series' noise. Computed by DuckDB from the staged facts (only what the new facts touch;
+    the rest is carried from the published generation) and added to the staged generation, so
+    they publish with them. That
     generation is the one ``fact_result`` and ``fact_change_point`` last named, so this runs
     alone too, after them."""
     gens = warehouse.generations()
     gen = staged_input(context, gens, [INGEST_STEP, CHANGE_POINT_STEP])
-    for name, parts in derived.add_to_generation(gens, gen).items():
+    seconds: dict[str, float] = {}
+    for name, parts in derived.add_to_generation(gens, gen, seconds=seconds).items():
         yield dg.MaterializeResult(
             asset_key=name,
             metadata={
@@ -98,5 +101,6 @@ def sql_models(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
                 STAGED: gen.id,
                 "parts": len(parts),
                 "model": f"sql/derived/{name}.sql",
+                "seconds": dg.FloatMetadataValue(round(seconds[name], 3)),
             },
         )
