@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from liger_warehouse.analysis import derived, model_rows, run_step_batches
+from liger_warehouse.analysis import derived, model_rows, run_batches
 from liger_warehouse.model.tables import SCHEMAS, SQL_MODELS
 from liger_warehouse.serve.database import create_views, open_duckdb
 from liger_warehouse.store import generations
@@ -48,6 +48,7 @@ def test_each_refresh_derives_what_it_touched_and_matches_a_derivation_from_scra
     previous: dict[str, str] = {}
     previous_pairs: dict[str, str] = {}
     previous_steps: dict[str, str] = {}
+    previous_recent: dict[str, str] = {}
     written: dict[str, int] = {}  # each run part's file and when it was written
     for step, runs in enumerate(LISTINGS):
         _list_runs(mirror, runs)
@@ -57,11 +58,14 @@ def test_each_refresh_derives_what_it_touched_and_matches_a_derivation_from_scra
         assert sorted(run_parts) == sorted(runs)
         pair_parts = {p.key: p.file for p in published.parts("fact_speedup_pair")}
         step_parts = {p.key: p.file for p in published.parts("fact_run_step")}
+        recent_parts = {p.key: p.file for p in published.parts("fact_recent_point")}
+        assert sorted(step_parts) == sorted(recent_parts) == sorted(runs)
         assert set(run_parts) < set(pair_parts), "a speedup pair part per source: the runs and main's CSVs"
         if step == 1:  # one new nightly: one new run part and speedup pair part, the others carried
             assert {r for r, f in run_parts.items() if previous.get(r) != f} == {"1fdb668"}
             assert {r for r, f in pair_parts.items() if previous_pairs.get(r) != f} == {"1fdb668"}
             assert {r for r, f in step_parts.items() if previous_steps.get(r) != f} == {"1fdb668"}
+            assert {r for r, f in recent_parts.items() if previous_recent.get(r) != f} == {"1fdb668"}
         if step == 3:  # the release run, and the nightly of its commit it makes a release run
             assert {r for r, f in run_parts.items() if previous.get(r) != f} == {"7644a0f-v0.7.0", "7644a0f"}
             # the steps into the relabelled run and every run after it
@@ -70,7 +74,7 @@ def test_each_refresh_derives_what_it_touched_and_matches_a_derivation_from_scra
             assert published.parts("dim_series")[0].key == derived.derivation_version(), "carried, not derived whole"
             carried = {f for r, f in run_parts.items() if previous.get(r) == f}
             assert carried and all((root / f).stat().st_mtime_ns == written[f] for f in carried), "rewritten"
-        previous, previous_pairs, previous_steps = run_parts, pair_parts, step_parts
+        previous, previous_pairs, previous_steps, previous_recent = run_parts, pair_parts, step_parts, recent_parts
 
         incremental = {name: gens.read_table(published, name) for name in SQL_MODELS}
         scratch_gen = replace(  # staged on the published generation, so it may be re-staged
@@ -86,18 +90,19 @@ def test_each_refresh_derives_what_it_touched_and_matches_a_derivation_from_scra
             ], name
             assert gens.read_table(scratch_gen, name).equals(incremental[name]), name
             assert incremental[name].num_rows > 0, name
-        # fact_run_step is derived a batch of runs at a time, into a part per run: the same rows
-        # as its model over every run point in one query
+        # the per-run tables are derived a batch of runs at a time, into a part per run: the same
+        # rows as their models over every run point in one query
         with open_duckdb(gens.storage) as con:
             create_views(con, published)
-            assert model_rows.derive(con, "fact_run_step").equals(incremental["fact_run_step"])
+            for name in ("fact_run_step", "fact_recent_point"):
+                assert model_rows.derive(con, name).equals(incremental[name]), name
         # fact_build_point and fact_build_step from scratch a batch of builds at a time, here one
         # build per batch, run_steps one run at a time, and every table streamed from DuckDB in
         # batches of 3 rows: the same parts
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(derived, "BATCH_RESULTS", 1)
             patch.setattr(model_rows, "STREAM_ROWS", 3)
-            patch.setattr(run_step_batches, "STEP_BATCH_POINTS", 1)
+            patch.setattr(run_batches, "BATCH_POINTS", 1)
             batched = derived.add_to_generation(gens, replace(scratch_gen, id=f"{published.id}-batched"), True)
         assert batched == scratch_parts
         # after the derivation from scratch, which writes the same files again

@@ -19,14 +19,14 @@ A refresh derives what its new facts touch and carries the rest from the publish
   parts, the versions of changed main-branch or imported rows) and carries the others;
 - ``fact_build_step`` re-derives the pairs of consecutive builds with such a build on either side
   and carries the others (a pair's rows read only its two builds' points);
-- ``fact_run_step`` has one part per gh-pages run (the steps into it), named by a digest chained
-  over the run point parts of every run up to it: a new run adds a part, the others are carried;
+- ``fact_recent_point`` and ``fact_run_step`` have one part per gh-pages run (the recent levels
+  at it, the steps into it), named by a digest chained over the run point parts of every run up
+  to it: a new run adds a part, the others are carried;
 - ``fact_series_spread`` re-derives the series of the sweeps whose steps changed (a sweep's
   spread reads every step of its series) and carries the others;
-- ``dim_build``, ``fact_recent_point``, ``fact_series_noise`` and ``fact_speedup_noise`` are
-  derived whole (a series' noise is its spread shrunk toward pools over every series, so one new
-  run moves them all, but that is a pass over one row per series; a run's recent level reads the
-  runs before it).
+- ``dim_build``, ``fact_series_noise`` and ``fact_speedup_noise`` are derived whole (a series'
+  noise is its spread shrunk toward pools over every series, so one new run moves them all, but
+  that is a pass over one row per series).
 
 The same model SQL runs in both cases, over views narrowed to the touched parts or builds.
 
@@ -34,8 +34,8 @@ At 10^7 results no table is held whole in Python, and no model runs over everyth
 query where that overflows DuckDB's memory limit: DuckDB sorts each table and streams it
 (``model_rows.stream``) into parts written a row group at a time; ``fact_build_point`` and
 ``fact_build_step`` from scratch are derived a batch of builds at a time, gathered in a DuckDB
-table that spills to disk, and the per-source tables a batch of sources (``fact_run_step``: of
-runs, ``run_step_batches``) at a time.
+table that spills to disk, and the per-source and per-run tables a batch of sources or runs
+(``run_batches``) at a time.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ from liger_warehouse.analysis.model_rows import (
     narrowed,
     stream,
 )
-from liger_warehouse.analysis.run_step_batches import RUNS_AND_PREVIOUS, step_batches
+from liger_warehouse.analysis.run_batches import run_batches, runs_reaching
 from liger_warehouse.model.tables import SCHEMAS, SQL_MODELS, empty
 from liger_warehouse.serve.database import SQL_DIR, create_views, open_duckdb, parts_select, table_view_sql
 from liger_warehouse.store.generations import Generation, GenerationStore, Part
@@ -72,7 +72,7 @@ from liger_warehouse.store.generations import Generation, GenerationStore, Part
 # the whole derivation in one query ran out of DuckDB's 1 GB limit, and so did batches of 2M.
 BATCH_RESULTS = 500_000
 # Derived tables with one part per source (a gh-pages run, a main-branch CSV, an import).
-PER_SOURCE = ("fact_run_point", "fact_speedup_pair", "fact_run_step")
+PER_SOURCE = ("fact_run_point", "fact_speedup_pair", "fact_recent_point", "fact_run_step")
 
 
 def _digest(*values: object) -> str:
@@ -129,22 +129,25 @@ class _Incremental:
                 parts |= self._keyed_parts(table, stream(con, table), batch, files)
         return [parts[key] for key in sorted(parts)]
 
-    def run_steps(self, con: duckdb.DuckDBPyConnection, run_points: list[Part]) -> list[Part]:
-        """One part per gh-pages run: the steps into it. A run's steps read its points and those
-        of runs before it, so its part is named by a digest chained over the run point parts of
-        every run up to it in upstream's order: a new run at the end adds a part and carries the
-        others; a changed run re-derives its steps and those of every run after it. Derived a
-        batch of runs at a time over the run points those steps need (``step_batches``)."""
-        runs = con.execute(RUNS_AND_PREVIOUS).fetchall()
+    def run_parts(self, con: duckdb.DuckDBPyConnection, table: str, run_points: list[Part], reach: int) -> list[Part]:
+        """One part of ``table`` per gh-pages run (``fact_run_step``: the steps into it,
+        ``fact_recent_point``: the recent levels at it), whose rows read the run's points and
+        those of up to ``reach`` runs before it per series. So a part is named by a digest chained
+        over the run point parts of every run up to its run, in upstream's order: a new run at the
+        end adds a part and carries the others; a changed run re-derives its part and those of
+        every run after it. Derived a batch of runs at a time over the run points their rows need
+        (``run_batches``)."""
+        runs = con.execute(runs_reaching(reach)).fetchall()
         point_file = {p.key: p.file for p in run_points}
         files, chain = {}, derivation_version()
         for run, _, _ in runs:
             chain = _digest(chain, run, point_file[run])
-            files[run] = f"tables/fact_run_step/{chain}.parquet"
-        held = {(p.key, p.file): p for p in self.prior.parts("fact_run_step")} if self.prior else {}
+            files[run] = f"tables/{table}/{chain}.parquet"
+        held = {(p.key, p.file): p for p in self.prior.parts(table)} if self.prior else {}
         parts = {run: held[(run, file)] for run, file in files.items() if (run, file) in held}
-        source = model_sql("fact_run_step").strip().removesuffix(";")
-        for heads, needed in step_batches(row for row in runs if row[0] not in parts):
+        source = model_sql(table).strip().removesuffix(";")
+        key = ORDER[table][0]
+        for heads, needed in run_batches(row for row in runs if row[0] not in parts):
             con.register("head_run", pa.table({"run": pa.array(sorted(heads), pa.string())}))
             views = {
                 "fact_run_point": ([p for p in run_points if p.key in needed], ""),
@@ -153,10 +156,8 @@ class _Incremental:
                 "fact_build_point": ([], ""),
             }
             with narrowed(con, self.gen, views):
-                rows = stream(
-                    con, "fact_run_step", f"select * from ({source}\n) where head_run in (select run from head_run)"
-                )
-                parts |= self._keyed_parts("fact_run_step", rows, heads, files)
+                rows = stream(con, table, f"select * from ({source}\n) where {key} in (select run from head_run)")
+                parts |= self._keyed_parts(table, rows, heads, files)
         return [parts[run] for run in sorted(parts)]
 
     def _keyed_parts(
@@ -444,8 +445,11 @@ def add_to_generation(
                 parts = incremental.build_points(con, tables["fact_run_point"])
             elif name == "fact_build_step":
                 parts = incremental.build_steps(con, tables["fact_run_point"])
+            elif name == "fact_recent_point":
+                recent = con.execute("select verdict_rule().recent_runs").fetchone()[0]
+                parts = incremental.run_parts(con, name, tables["fact_run_point"], recent - 1)
             elif name == "fact_run_step":
-                parts = incremental.run_steps(con, tables["fact_run_point"])
+                parts = incremental.run_parts(con, name, tables["fact_run_point"], 1)
             elif name == "fact_series_spread":
                 parts = incremental.series_spreads(con, tables["fact_run_step"])
             else:

@@ -1,0 +1,57 @@
+"""The gh-pages runs whose rows a per-run derived table (``fact_run_step``, ``fact_recent_point``)
+derives, in batches, each with the runs its rows need.
+
+Such a table's rows for a run read the run's points and those of the runs before it that hold
+the same series, up to ``reach`` of them per series: one for a run step (the run before),
+``recent_runs - 1`` for a recent level. So the rows of a batch of runs need only the run points
+of those runs and of the runs they reach back to. Whole, at 10^7 results, the run steps ran out
+of DuckDB's 1 GB limit after spilling 39 GB, and so did the busiest GPU's series alone (6.3M
+steps); a batch at a time, each query holds about ``BATCH_POINTS`` run points.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+# Run points of the runs a batch derives (a run with more is a batch of its own).
+BATCH_POINTS = 1_000_000
+
+
+def runs_reaching(reach: int) -> str:
+    """Each gh-pages run in upstream's order, with its run points and the runs before it that
+    its series' rows reach back to: for each series, the ``reach`` runs before this one that hold
+    it (in the order `fact_run_step` and `fact_recent_point` give a series' runs)."""
+    return f"""
+    with ordered as (
+        select
+            p.run,
+            r.seq,
+            list(p.run) over (
+                partition by p.series_digest order by r.seq rows between {int(reach)} preceding and 1 preceding
+            ) as earlier
+        from fact_run_point as p
+        join dim_upstream_revision as r on r.source = 'gh-pages' and r.run = p.run
+    )
+    select run, count(*) as points, list_distinct(flatten(list(earlier))) as earlier
+    from ordered
+    group by run
+    order by min(seq), run
+    """
+
+
+def run_batches(runs: Iterable[tuple[str, int, list[str]]]) -> Iterator[tuple[set[str], set[str]]]:
+    """``runs`` (rows of ``runs_reaching``) in batches of at most ``BATCH_POINTS`` run points:
+    the runs whose rows a batch derives, and the runs those rows need (their own and those they
+    reach back to)."""
+    heads: set[str] = set()
+    needed: set[str] = set()
+    held = 0
+    for run, points, earlier in runs:
+        if heads and held + points > BATCH_POINTS:
+            yield heads, needed
+            heads, needed, held = set(), set(), 0
+        heads.add(run)
+        needed |= {run, *earlier}
+        held += points
+    if heads:
+        yield heads, needed
