@@ -49,6 +49,8 @@ def test_each_refresh_derives_what_it_touched_and_matches_a_derivation_from_scra
     previous_pairs: dict[str, str] = {}
     previous_steps: dict[str, str] = {}
     previous_recent: dict[str, str] = {}
+    previous_builds: dict[str, str] = {}
+    previous_heads: dict[str, str] = {}
     written: dict[str, int] = {}  # each run part's file and when it was written
     for step, runs in enumerate(LISTINGS):
         _list_runs(mirror, runs)
@@ -59,6 +61,8 @@ def test_each_refresh_derives_what_it_touched_and_matches_a_derivation_from_scra
         pair_parts = {p.key: p.file for p in published.parts("fact_speedup_pair")}
         step_parts = {p.key: p.file for p in published.parts("fact_run_step")}
         recent_parts = {p.key: p.file for p in published.parts("fact_recent_point")}
+        build_parts = {p.key: p.file for p in published.parts("fact_build_point")}
+        head_parts = {p.key: p.file for p in published.parts("fact_build_step")}
         assert sorted(step_parts) == sorted(recent_parts) == sorted(runs)
         assert set(run_parts) < set(pair_parts), "a speedup pair part per source: the runs and main's CSVs"
         if step == 1:  # one new nightly: one new run part and speedup pair part, the others carried
@@ -66,6 +70,12 @@ def test_each_refresh_derives_what_it_touched_and_matches_a_derivation_from_scra
             assert {r for r, f in pair_parts.items() if previous_pairs.get(r) != f} == {"1fdb668"}
             assert {r for r, f in step_parts.items() if previous_steps.get(r) != f} == {"1fdb668"}
             assert {r for r, f in recent_parts.items() if previous_recent.get(r) != f} == {"1fdb668"}
+            # its nightly build: a new build point part, and new step parts into it and into the
+            # build after it (0.7.0, from main-branch rows), whose pairs now start from it
+            nightly = {b for b in build_parts if b.endswith(".1fdb668")}
+            assert len(nightly) == 1
+            assert {b for b, f in build_parts.items() if previous_builds.get(b) != f} == nightly
+            assert {b for b, f in head_parts.items() if previous_heads.get(b) != f} == nightly | {"0.7.0"}
         if step == 3:  # the release run, and the nightly of its commit it makes a release run
             assert {r for r, f in run_parts.items() if previous.get(r) != f} == {"7644a0f-v0.7.0", "7644a0f"}
             # the steps into the relabelled run and every run after it
@@ -75,6 +85,7 @@ def test_each_refresh_derives_what_it_touched_and_matches_a_derivation_from_scra
             carried = {f for r, f in run_parts.items() if previous.get(r) == f}
             assert carried and all((root / f).stat().st_mtime_ns == written[f] for f in carried), "rewritten"
         previous, previous_pairs, previous_steps, previous_recent = run_parts, pair_parts, step_parts, recent_parts
+        previous_builds, previous_heads = build_parts, head_parts
 
         incremental = {name: gens.read_table(published, name) for name in SQL_MODELS}
         scratch_gen = replace(  # staged on the published generation, so it may be re-staged

@@ -15,10 +15,12 @@ A refresh derives what its new facts touch and carries the rest from the publish
   (its fact_result parts, its revisions, the releases of its commit, the SQL): a source whose
   inputs are unchanged keeps its part, a new or changed one gets a new part;
 - ``dim_series`` adds the series of new fact_result parts that it lacks;
-- ``fact_build_point`` re-derives the builds whose points changed (the builds of changed run
-  parts, the versions of changed main-branch or imported rows) and carries the others;
-- ``fact_build_step`` re-derives the pairs of consecutive builds with such a build on either side
-  and carries the others (a pair's rows read only its two builds' points);
+- ``fact_build_point`` has one part per build: it re-derives the builds whose points changed (the
+  builds of changed run parts, the versions of changed main-branch or imported rows) and carries
+  the others;
+- ``fact_build_step`` has one part per head build: it re-derives the heads of pairs of
+  consecutive builds with such a build on either side, or whose pairs changed, and carries the
+  others (a pair's rows read only its two builds' points);
 - ``fact_recent_point`` and ``fact_run_step`` have one part per gh-pages run (the recent levels
   at it, the steps into it), named by a digest chained over the run point parts of every run up
   to it: a new run adds a part, the others are carried;
@@ -71,8 +73,15 @@ from liger_warehouse.store.generations import Generation, GenerationStore, Part
 # Results per batch of builds when fact_build_point is derived from scratch: at 10^7 results
 # the whole derivation in one query ran out of DuckDB's 1 GB limit, and so did batches of 2M.
 BATCH_RESULTS = 500_000
-# Derived tables with one part per source (a gh-pages run, a main-branch CSV, an import).
-PER_SOURCE = ("fact_run_point", "fact_speedup_pair", "fact_recent_point", "fact_run_step")
+# Derived tables with one part per source (a gh-pages run, a main-branch CSV, an import) or build.
+KEYED_PARTS = (
+    "fact_run_point",
+    "fact_speedup_pair",
+    "fact_recent_point",
+    "fact_run_step",
+    "fact_build_point",
+    "fact_build_step",
+)
 
 
 def _digest(*values: object) -> str:
@@ -92,10 +101,8 @@ class _Incremental:
     @classmethod
     def of(cls, gens: GenerationStore, gen: Generation, from_scratch: bool) -> _Incremental:
         prior = None if from_scratch or not gen.parent else gens.load(gen.parent)
-        if prior is not None and not all(
-            _carried(prior, name) for name in ("dim_series", "fact_build_point", "fact_build_step")
-        ):
-            prior = None  # published before these were derived this way: derive them whole
+        if prior is not None and (not _carried(prior, "dim_series") or any(_carried(prior, t) for t in KEYED_PARTS)):
+            prior = None  # derived by other SQL, or in one part where a part per source or build is kept now
         if prior is not None and prior.schema_version != gen.schema_version:
             prior = None  # a migration gave the facts new digests
         sources = {p.key for p in gen.parts("fact_result")}
@@ -215,33 +222,29 @@ class _Incremental:
             con.execute("drop table touched_sweep")
 
     def build_points(self, con: duckdb.DuckDBPyConnection, run_points: list[Part]) -> list[Part]:
-        """The builds whose points changed re-derived; the other builds' rows carried. From
-        scratch, every build, a batch of builds at a time: the model's medians and source lists
-        hold all of a group's points, which at 10^7 results overflow DuckDB's memory limit. The
-        rows gather in a DuckDB table (which spills past the limit), not in Python."""
+        """One part per build. The builds whose points changed re-derived; the other builds'
+        parts carried. From scratch, every build, a batch of builds at a time: the model's
+        medians and source lists hold all of a group's points, which at 10^7 results overflow
+        DuckDB's memory limit in one query."""
         if self.prior is None:
-            held, touched, batches = [], pa.array([], pa.string()), list(_build_batches(con))
+            parts, batches = {}, list(_build_batches(con))
         else:
             touched = self._touched_builds(run_points)
-            if not len(touched):
-                return self.prior.parts("fact_build_point")
-            held, batches = self.prior.parts("fact_build_point"), [touched]
-        con.register("touched_build", pa.table({"build": touched}))
-        con.execute(
-            "create or replace temp table build_point_rows as select * from "
-            f"({parts_select('fact_build_point', held)}) where build not in (select build from touched_build)"
-        )
-        try:
-            for builds in batches:
-                self._derive_builds(con, run_points, builds)
-            rows = stream(con, "fact_build_point", "select * from build_point_rows")
-            return [self.content_part("fact_build_point", rows)]
-        finally:
-            con.execute("drop table build_point_rows")
+            builds = set(con.sql("select build from dim_build").to_arrow_table()["build"].to_pylist())
+            parts = {
+                p.key: p
+                for p in self.prior.parts("fact_build_point")
+                if p.key in builds and p.key not in touched.to_pylist()
+            }
+            batches = [touched] if len(touched) else []
+        for batch in batches:
+            parts |= self._derive_builds(con, run_points, batch)
+        return [parts[build] for build in sorted(parts)]
 
-    def _derive_builds(self, con: duckdb.DuckDBPyConnection, run_points: list[Part], builds: pa.Array) -> None:
-        """Adds fact_build_point's rows of ``builds`` to ``build_point_rows``: the model over
-        views narrowed to their points."""
+    def _derive_builds(
+        self, con: duckdb.DuckDBPyConnection, run_points: list[Part], builds: pa.Array
+    ) -> dict[str, Part]:
+        """fact_build_point's parts of ``builds``: the model over views narrowed to their points."""
         con.register("touched_build", pa.table({"build": builds}))
         views = {
             "fact_run_point": (run_points, "build in (select build from touched_build)"),
@@ -253,71 +256,85 @@ class _Incremental:
         }
         source = model_sql("fact_build_point").strip().removesuffix(";")
         with narrowed(con, self.gen, views):
-            con.execute(
-                f"insert into build_point_rows by name select * from ({source}\n) "
-                "where build in (select build from touched_build)"
-            )
+            rows = f"select * from ({source}\n) where build in (select build from touched_build)"
+            return self._content_parts("fact_build_point", stream(con, "fact_build_point", rows))
 
     def build_steps(self, con: duckdb.DuckDBPyConnection, run_points: list[Part]) -> list[Part]:
-        """The pairs of consecutive builds with a touched build on either side re-derived (a new
-        build makes new pairs, and is touched); the other pairs' rows carried while they are still
-        consecutive for some series. From scratch, a batch of head builds at a time, as
-        fact_build_point. The builds' order (``series_builds``, a window over every build point)
-        is computed once; each batch decomposes over the points of its pairs' builds only, and
-        the rows gather in a DuckDB table, not in Python."""
+        """One part per head build: the pairs of consecutive builds into it. A head is re-derived
+        when a build on either side of one of its pairs was touched or its pairs changed (a
+        series' builds gained or lost one between two others); the other heads' parts are
+        carried (a pair's rows read only its two builds' points). From scratch, a batch of head
+        builds at a time, as fact_build_point. The builds' order (``series_builds``, a window
+        over every build point) is computed once; each batch decomposes over the points of its
+        pairs' builds only."""
         con.execute("create or replace temp table series_build_rows as select * from series_builds")
         con.execute("create or replace view series_builds as select * from series_build_rows")
-        steps = con.sql(
-            "select distinct prev_build, build from series_build_rows where prev_build is not null"
-        ).to_arrow_table()
-        if self.prior is None:
-            held, batches = [], list(_build_batches(con))
-        else:
-            touched = self._touched_builds(run_points)
-            redo = pc.or_(pc.is_in(steps["prev_build"], touched), pc.is_in(steps["build"], touched))
-            held, batches = self.prior.parts("fact_build_step"), [pc.unique(steps.filter(redo)["build"])]
-        con.register("build_step", steps)
-        con.register("redone_head", pa.table({"build": pa.chunked_array(batches, pa.string())}))
-        con.execute(
-            "create or replace temp table build_step_rows as "
-            f"select * from ({parts_select('fact_build_step', held)}) as s "
-            "semi join build_step as w on s.base_build = w.prev_build and s.head_build = w.build "
-            "where s.head_build not in (select build from redone_head)"
-        )
         try:
-            for heads in batches:
-                self._derive_steps(con, heads)
-            kept = con.execute("select count(*) from build_step_rows").fetchall()[0][0]
-            if self.prior is not None and not len(batches[0]) and kept == sum(p.rows for p in held):
-                return held  # no pair came, went or changed
-            return [
-                self.content_part("fact_build_step", stream(con, "fact_build_step", "select * from build_step_rows"))
-            ]
+            steps = con.sql(
+                "select distinct prev_build, build from series_build_rows where prev_build is not null"
+            ).to_arrow_table()
+            con.register("build_step", steps)
+            if self.prior is None:
+                parts, batches = {}, list(_build_batches(con))
+            else:
+                redo = self._redone_heads(con, run_points)
+                held = {p.key: p for p in self.prior.parts("fact_build_step")}
+                heads = set(steps["build"].to_pylist())
+                parts = {head: held[head] for head in heads - redo if head in held}
+                batches = [pa.array(sorted(redo), pa.string())] if redo else []
+            for batch in batches:
+                parts |= self._derive_steps(con, batch)
+            return [parts[head] for head in sorted(parts)]
         finally:
-            con.execute("drop table build_step_rows")
             con.execute((SQL_DIR / "views" / "series_builds.sql").read_text())
             con.execute("drop table series_build_rows")
 
-    def _derive_steps(self, con: duckdb.DuckDBPyConnection, heads: pa.Array) -> None:
-        """Adds fact_build_step's rows of the pairs into ``heads`` to ``build_step_rows``: the
-        model over build points narrowed to those pairs' builds (a pair's decomposition reads
-        only its two builds' points, so pairs with a build left out give no rows)."""
+    def _redone_heads(self, con: duckdb.DuckDBPyConnection, run_points: list[Part]) -> set[str]:
+        """The head builds whose pairs (``build_step``) include a touched build, or differ from
+        the pairs the published table holds for them."""
+        con.register("touched_build", pa.table({"build": self._touched_builds(run_points)}))
+        held = parts_select("fact_build_step", self.prior.parts("fact_build_step"))
+        redo = con.sql(
+            f"""
+            with held as (select distinct base_build as prev_build, head_build as build from ({held}))
+            select build from build_step
+            where build in (select build from touched_build) or prev_build in (select build from touched_build)
+            union
+            select build from (select * from build_step except select * from held)
+            union
+            select build from (select * from held except select * from build_step)
+            where build in (select build from build_step)
+            """
+        )
+        return set(redo.to_arrow_table()["build"].to_pylist())
+
+    def _derive_steps(self, con: duckdb.DuckDBPyConnection, heads: pa.Array) -> dict[str, Part]:
+        """fact_build_step's parts of ``heads``: the model over the build points of those heads
+        and the builds their pairs start from (a pair's decomposition reads only its two builds'
+        points, so pairs with a build left out give no rows)."""
         con.register("touched_build", pa.table({"build": heads}))
-        builds = (
-            "build in (select build from touched_build union "
-            "select prev_build from build_step where build in (select build from touched_build))"
+        builds = set(heads.to_pylist()) | set(
+            con.sql("select prev_build from build_step where build in (select build from touched_build)")
+            .to_arrow_table()["prev_build"]
+            .to_pylist()
         )
         views = {
-            "fact_build_point": (self.gen.parts("fact_build_point"), builds),
+            "fact_build_point": ([p for p in self.gen.parts("fact_build_point") if p.key in builds], ""),
             "fact_run_point": ([], ""),  # decompose_points reads only the 'build' sides
             "fact_recent_point": ([], ""),
         }
         source = model_sql("fact_build_step").strip().removesuffix(";")
         with narrowed(con, self.gen, views):
-            con.execute(
-                f"insert into build_step_rows by name select * from ({source}\n) "
-                "where head_build in (select build from touched_build)"
-            )
+            rows = f"select * from ({source}\n) where head_build in (select build from touched_build)"
+            return self._content_parts("fact_build_step", stream(con, "fact_build_step", rows))
+
+    def _content_parts(self, table: str, rows: pa.RecordBatchReader) -> dict[str, Part]:
+        """A part of ``table`` per build in ``rows`` (sorted by it: its first ``ORDER`` column),
+        named by its content and keyed by the build."""
+        return {
+            build: replace(self.gens.write_content_part(table, part), key=build)
+            for build, part in grouped(rows, ORDER[table][0])
+        }
 
     def _touched_builds(self, run_points: list[Part]) -> pa.Array:
         """Builds of run parts that came or went, and the versions (their release builds) of
@@ -366,9 +383,9 @@ def _carried(prior: Generation, table: str) -> bool:
 def derived_current(gen: Generation) -> bool:
     """Whether ``gen``'s derived tables were derived by this code's SQL. After an upgrade that
     changed ``sql/``, they were not: the next refresh stages a generation to derive them again,
-    even when upstream holds nothing new. (The per-source tables' parts are keyed by source; the SQL is
-    in their names, and they are derived with the others.)"""
-    return all(_carried(gen, name) for name in SQL_MODELS if name not in PER_SOURCE)
+    even when upstream holds nothing new. (The tables of ``KEYED_PARTS`` have a part per source
+    or build; they are derived with the others, whose one part is keyed by the SQL.)"""
+    return all(_carried(gen, name) for name in SQL_MODELS if name not in KEYED_PARTS)
 
 
 @dataclass(frozen=True)
