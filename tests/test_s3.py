@@ -117,9 +117,9 @@ def test_views_read_the_bucket_and_count_like_the_local_warehouse(s3_warehouse, 
         view_sql = con.execute("select sql from duckdb_views() where view_name = 'fact_result'").fetchone()[0]
         # Parts are named relative to the root, which is the bucket's: the bytes come from it
         # through the registered s3fs filesystem, not an extension.
-        assert "warehouse_file('tables/fact_result/" in view_sql
-        resolved = con.execute("select warehouse_file('tables/fact_result/x.parquet')").fetchone()[0]
-        assert resolved == f"s3://{BUCKET}/warehouse/tables/fact_result/x.parquet"
+        assert "warehouse_files(list_value('tables/fact_result/" in view_sql
+        resolved = con.execute("select warehouse_files(['tables/fact_result/x.parquet'])").fetchone()[0]
+        assert resolved == [f"s3://{BUCKET}/warehouse/tables/fact_result/x.parquet"]
     # The same reader before its lock-down (which forbids listing extensions): no httpfs loaded.
     storage = Storage(s3_warehouse)
     with open_duckdb(storage, str(fetch_database(storage)), read_only=True) as con:

@@ -101,7 +101,7 @@ class _Incremental:
     @classmethod
     def of(cls, gens: GenerationStore, gen: Generation, from_scratch: bool) -> _Incremental:
         prior = None if from_scratch or not gen.parent else gens.load(gen.parent)
-        if prior is not None and (not _carried(prior, "dim_series") or any(_carried(prior, t) for t in KEYED_PARTS)):
+        if prior is not None and (not _carried(prior, "dim_series") or _one_part(prior)):
             prior = None  # derived by other SQL, or in one part where a part per source or build is kept now
         if prior is not None and prior.schema_version != gen.schema_version:
             prior = None  # a migration gave the facts new digests
@@ -385,7 +385,13 @@ def derived_current(gen: Generation) -> bool:
     changed ``sql/``, they were not: the next refresh stages a generation to derive them again,
     even when upstream holds nothing new. (The tables of ``KEYED_PARTS`` have a part per source
     or build; they are derived with the others, whose one part is keyed by the SQL.)"""
-    return all(_carried(gen, name) for name in SQL_MODELS if name not in KEYED_PARTS)
+    return all(_carried(gen, name) for name in SQL_MODELS if name not in KEYED_PARTS) and not _one_part(gen)
+
+
+def _one_part(gen: Generation) -> bool:
+    """Whether a table of ``KEYED_PARTS`` is in one part keyed by the SQL, as earlier versions
+    kept it."""
+    return any(_carried(gen, name) for name in KEYED_PARTS)
 
 
 @dataclass(frozen=True)

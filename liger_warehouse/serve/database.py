@@ -4,9 +4,9 @@ The file is rebuilt beside the old one and moved into place, so a reader opens e
 previous database or the new one. It is written in DuckDB's v1.0 storage format so that older
 DuckDB builds, such as the standalone ``duckdb`` CLI, open it too.
 
-The views name their Parquet parts relative to the warehouse root: the ``warehouse_file`` macro
-puts ``file_search_path`` in front of each key when the view is bound, and refuses, saying how
-to set it, when it is unset. So a copied or moved warehouse reads its own parts, never those of
+The views name their Parquet parts relative to the warehouse root: the ``warehouse_files`` macro
+puts ``file_search_path`` in front of each key of a view's list when the view is bound, and
+refuses, saying how to set it, when it is unset. So a copied or moved warehouse reads its own parts, never those of
 the place it was built in. Every connection this module opens sets ``file_search_path`` to its
 root; ``connect`` also locks the connection down to reading that root (``lock_down``) and
 checks user SQL before it runs (``read_only_statements``).
@@ -61,12 +61,15 @@ def _quote(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-# CASE, not if(): DuckDB 1.x cannot bind the if() that DuckDB 2 stores.
-WAREHOUSE_FILE_MACRO = f"""
-create or replace macro warehouse_file(key) as
+# CASE, not if(): DuckDB 1.x cannot bind the if() that DuckDB 2 stores. One call per list of
+# parts, not one per part: a view over 900 parts bound in 0.11 s with a call per part, 0.01 s so.
+WAREHOUSE_FILES_MACRO = f"""
+create or replace macro warehouse_files(keys) as
 case when current_setting('file_search_path') = '' then error({_quote(ROOT_UNSET)})
-     else rtrim(current_setting('file_search_path'), '/') || '/' || key end
+     else [rtrim(current_setting('file_search_path'), '/') || '/' || key for key in keys] end
 """
+# The macro of databases written before it: one call per part.
+ONE_FILE_MACRO = "warehouse_file"
 
 
 @cache
@@ -84,8 +87,8 @@ def parts_select(table: str, parts: Sequence[Part]) -> str:
     """A select of the rows of ``table``'s ``parts``, named relative to the warehouse root."""
     if not parts:
         return _empty_select(table)
-    files = ", ".join(f"warehouse_file({_quote(p.file)})" for p in parts)
-    return f"select * from read_parquet([{files}])"
+    files = ", ".join(_quote(p.file) for p in parts)
+    return f"select * from read_parquet(warehouse_files([{files}]))"
 
 
 def table_view_sql(gen: Generation, table: str) -> str:
@@ -162,7 +165,7 @@ def open_duckdb(
 ) -> duckdb.DuckDBPyConnection:
     """A connection that reads the warehouse's objects where they are.
 
-    ``file_search_path`` is the root, so the views resolve their parts there (``warehouse_file``;
+    ``file_search_path`` is the root, so the views resolve their parts there (``warehouse_files``;
     a writable connection defines that macro). For an object-store root the root's fsspec
     filesystem (s3fs) is registered with DuckDB, so ``s3://`` URIs resolve through it: DuckDB's
     own ``httpfs`` extension would be a download at run time, and no pip package ships one for
@@ -177,7 +180,7 @@ def open_duckdb(
         if not any(con.filesystem_is_registered(name) for name in reader.protocol):
             con.register_filesystem(reader)
     if not read_only:
-        con.execute(WAREHOUSE_FILE_MACRO)
+        con.execute(WAREHOUSE_FILES_MACRO)
     return con
 
 
@@ -342,9 +345,10 @@ def connect(storage: Storage, allow_read: Sequence[Path] = ()) -> duckdb.DuckDBP
 
 
 def _reads_its_root(con: duckdb.DuckDBPyConnection) -> bool:
-    """Whether the database's views name their parts through ``warehouse_file``."""
-    sql = "select count(*) from duckdb_functions() where function_name = 'warehouse_file' and not internal"
-    return con.execute(sql).fetchone()[0] > 0
+    """Whether the database's views name their parts through ``warehouse_files`` (or, written
+    before it, ``warehouse_file``)."""
+    sql = "select count(*) from duckdb_functions() where function_name in (?, ?) and not internal"
+    return con.execute(sql, ["warehouse_files", ONE_FILE_MACRO]).fetchone()[0] > 0
 
 
 def shown_generation(storage: Storage, path: Path) -> str | None:

@@ -292,14 +292,14 @@ def test_the_duckdb_cli_on_a_copy_reads_the_copy_or_says_how(copied, name):
 
 def _absolute_views(root: Path, original: Path) -> None:
     """Make ``root/liger.duckdb`` what builds before this change wrote: table views naming the
-    parts of ``original`` by absolute path, and no ``warehouse_file`` macro."""
+    parts of ``original`` by absolute path, and no ``warehouse_files`` macro."""
     gen = GenerationStore(Storage(root)).current()
     with duckdb.connect(str(root / "liger.duckdb")) as con:
         for table in SCHEMAS:
             files = ", ".join(f"'{original / p.file}'" for p in gen.parts(table))
             if files:
                 con.execute(f"create or replace view {table} as select * from read_parquet([{files}])")
-        con.execute("drop macro warehouse_file")
+        con.execute("drop macro warehouse_files")
 
 
 def test_a_copy_with_an_old_database_is_read_through_views_rebuilt_in_memory(copied, before_mirror):
@@ -316,4 +316,4 @@ def test_a_copy_with_an_old_database_is_read_through_views_rebuilt_in_memory(cop
     # A refresh (nothing new upstream) rewrites it with relative names.
     assert refresh(backup, upstream=str(before_mirror)).result.success
     assert _query(backup, "select count(*) from fact_result") == [(results,)]
-    assert "warehouse_file(" in _query(backup, "select sql from duckdb_views() where view_name = 'fact_result'")[0][0]
+    assert "warehouse_files(" in _query(backup, "select sql from duckdb_views() where view_name = 'fact_result'")[0][0]
