@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from liger_warehouse.analysis import derived, model_rows, run_batches
+from liger_warehouse.analysis import derived, model_rows, part_inputs, run_batches
 from liger_warehouse.model.tables import SCHEMAS, SQL_MODELS
 from liger_warehouse.serve.database import create_views, open_duckdb
 from liger_warehouse.store import generations
@@ -111,7 +111,7 @@ def test_each_refresh_derives_what_it_touched_and_matches_a_derivation_from_scra
         # build per batch, run_steps one run at a time, and every table streamed from DuckDB in
         # batches of 3 rows: the same parts
         with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(derived, "BATCH_RESULTS", 1)
+            patch.setattr(part_inputs, "BATCH_RESULTS", 1)
             patch.setattr(model_rows, "STREAM_ROWS", 3)
             patch.setattr(run_batches, "BATCH_POINTS", 1)
             batched = derived.add_to_generation(gens, replace(scratch_gen, id=f"{published.id}-batched"), True)

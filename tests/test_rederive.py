@@ -20,8 +20,8 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from liger_warehouse.analysis.derived import derived_current
 from liger_warehouse.analysis.model_rows import in_order
+from liger_warehouse.analysis.part_inputs import derived_current
 from liger_warehouse.model.tables import INGESTED, SQL_MODELS
 from liger_warehouse.store.generations import GenerationStore
 from liger_warehouse.store.storage import Storage

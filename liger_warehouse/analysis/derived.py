@@ -42,12 +42,9 @@ table that spills to disk, and the per-source and per-run tables a batch of sour
 
 from __future__ import annotations
 
-import json
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
-from hashlib import sha256
 from pathlib import Path
 
 import duckdb
@@ -65,27 +62,19 @@ from liger_warehouse.analysis.model_rows import (
     narrowed,
     stream,
 )
+from liger_warehouse.analysis.part_inputs import (
+    Source,
+    build_batches,
+    carried,
+    chained_digests,
+    one_part,
+    sized_batches,
+    source_inputs,
+)
 from liger_warehouse.analysis.run_batches import run_batches, runs_reaching
 from liger_warehouse.model.tables import SCHEMAS, SQL_MODELS, empty
 from liger_warehouse.serve.database import SQL_DIR, create_views, open_duckdb, parts_select, table_view_sql
 from liger_warehouse.store.generations import Generation, GenerationStore, Part
-
-# Results per batch of builds when fact_build_point is derived from scratch: at 10^7 results
-# the whole derivation in one query ran out of DuckDB's 1 GB limit, and so did batches of 2M.
-BATCH_RESULTS = 500_000
-# Derived tables with one part per source (a gh-pages run, a main-branch CSV, an import) or build.
-KEYED_PARTS = (
-    "fact_run_point",
-    "fact_speedup_pair",
-    "fact_recent_point",
-    "fact_run_step",
-    "fact_build_point",
-    "fact_build_step",
-)
-
-
-def _digest(*values: object) -> str:
-    return sha256(json.dumps(values, sort_keys=True, default=str).encode()).hexdigest()[:32]
 
 
 @dataclass
@@ -101,7 +90,7 @@ class _Incremental:
     @classmethod
     def of(cls, gens: GenerationStore, gen: Generation, from_scratch: bool) -> _Incremental:
         prior = None if from_scratch or not gen.parent else gens.load(gen.parent)
-        if prior is not None and (not _carried(prior, "dim_series") or _one_part(prior)):
+        if prior is not None and (not carried(prior, "dim_series") or one_part(prior)):
             prior = None  # derived by other SQL, or in one part where a part per source or build is kept now
         if prior is not None and prior.schema_version != gen.schema_version:
             prior = None  # a migration gave the facts new digests
@@ -116,7 +105,7 @@ class _Incremental:
         gone = [p for p in prior.parts("fact_result") if p.file not in kept] if prior else []
         return cls(gens, gen, prior, new, gone)
 
-    def source_parts(self, con: duckdb.DuckDBPyConnection, table: str, sources: dict[str, _Source]) -> list[Part]:
+    def source_parts(self, con: duckdb.DuckDBPyConnection, table: str, sources: dict[str, Source]) -> list[Part]:
         """One part of ``table`` per source of ``sources`` (each gh-pages run for the run points,
         every source for the speedup pairs: a model whose rows each read one source's rows),
         re-derived only where its inputs changed, a batch of sources at a time."""
@@ -126,7 +115,7 @@ class _Incremental:
         results = Counter()
         for part in self.gen.parts("fact_result"):
             results[part.key] += part.rows
-        for batch in map(set, _batches((key, results[key]) for key in sorted(sources) if key not in parts)):
+        for batch in map(set, sized_batches((key, results[key]) for key in sorted(sources) if key not in parts)):
             revisions = {revision for key in batch for revision in sources[key].revisions}
             views = {
                 "fact_result": ([p for p in self.gen.parts("fact_result") if p.key in batch], ""),
@@ -146,10 +135,8 @@ class _Incremental:
         (``run_batches``)."""
         runs = con.execute(runs_reaching(reach)).fetchall()
         point_file = {p.key: p.file for p in run_points}
-        files, chain = {}, derivation_version()
-        for run, _, _ in runs:
-            chain = _digest(chain, run, point_file[run])
-            files[run] = f"tables/{table}/{chain}.parquet"
+        chained = chained_digests([(run, point_file[run]) for run, _, _ in runs])
+        files = {run: f"tables/{table}/{name}.parquet" for run, name in chained.items()}
         held = {(p.key, p.file): p for p in self.prior.parts(table)} if self.prior else {}
         parts = {run: held[(run, file)] for run, file in files.items() if (run, file) in held}
         source = model_sql(table).strip().removesuffix(";")
@@ -227,7 +214,7 @@ class _Incremental:
         medians and source lists hold all of a group's points, which at 10^7 results overflow
         DuckDB's memory limit in one query."""
         if self.prior is None:
-            parts, batches = {}, list(_build_batches(con))
+            parts, batches = {}, list(build_batches(con))
         else:
             touched = self._touched_builds(run_points)
             builds = set(con.sql("select build from dim_build").to_arrow_table()["build"].to_pylist())
@@ -275,7 +262,7 @@ class _Incremental:
             ).to_arrow_table()
             con.register("build_step", steps)
             if self.prior is None:
-                parts, batches = {}, list(_build_batches(con))
+                parts, batches = {}, list(build_batches(con))
             else:
                 redo = self._redone_heads(con, run_points)
                 held = {p.key: p for p in self.prior.parts("fact_build_step")}
@@ -354,93 +341,6 @@ class _Incremental:
         return replace(self.gens.write_content_part(table, data), key=derivation_version())
 
 
-def _build_batches(con: duckdb.DuckDBPyConnection) -> Iterator[pa.Array]:
-    """Every build of ``dim_build`` in release order, in ``_batches``."""
-    builds = con.execute("select build, results from dim_build order by build_rank").fetchall()
-    return (pa.array(batch, pa.string()) for batch in _batches(builds))
-
-
-def _batches(sized: Iterable[tuple[str, int]]) -> Iterator[list[str]]:
-    """Names in order, in batches of at most ``BATCH_RESULTS`` results (a name with more is a
-    batch of its own)."""
-    batch: list[str] = []
-    held = 0
-    for name, results in sized:
-        if batch and held + results > BATCH_RESULTS:
-            yield batch
-            batch, held = [], 0
-        batch.append(name)
-        held += results
-    if batch:
-        yield batch
-
-
-def _carried(prior: Generation, table: str) -> bool:
-    parts = prior.parts(table)
-    return len(parts) == 1 and parts[0].key == derivation_version()
-
-
-def derived_current(gen: Generation) -> bool:
-    """Whether ``gen``'s derived tables were derived by this code's SQL. After an upgrade that
-    changed ``sql/``, they were not: the next refresh stages a generation to derive them again,
-    even when upstream holds nothing new. (The tables of ``KEYED_PARTS`` have a part per source
-    or build; they are derived with the others, whose one part is keyed by the SQL.)"""
-    return all(_carried(gen, name) for name in SQL_MODELS if name not in KEYED_PARTS) and not _one_part(gen)
-
-
-def _one_part(gen: Generation) -> bool:
-    """Whether a table of ``KEYED_PARTS`` is in one part keyed by the SQL, as earlier versions
-    kept it."""
-    return any(_carried(gen, name) for name in KEYED_PARTS)
-
-
-@dataclass(frozen=True)
-class _Source:
-    """A source of fact_result (a gh-pages run, a main-branch CSV, an import) and what the rows
-    derived from it alone come from."""
-
-    source: str
-    revisions: frozenset[str]
-    digest: str  # of its fact_result parts, its revisions and their places, its releases, the SQL
-
-
-def _sources(con: duckdb.DuckDBPyConnection, gen: Generation) -> dict[str, _Source]:
-    """Each source of ``gen``'s fact_result parts. Its digest names its parts of the per-source
-    derived tables: the source's fact_result parts, its revisions and their places, the releases
-    of its commit (a release run makes the other runs of its commit release runs), and the SQL."""
-    revisions = con.execute(
-        """
-        select
-            r.source_key,
-            any_value(r.source),
-            list([r.revision_digest, r.seq::varchar] order by r.seq, r.revision_digest) as revisions,
-            list_sort(list(distinct rc.release_version) filter (where rc.release_version is not null)) as releases
-        from dim_upstream_revision as r
-        left join (
-            select distinct split_part(run, '-', 1) as run_commit, release_version
-            from dim_upstream_revision
-            where release_version is not null
-        ) as rc on rc.run_commit = split_part(r.run, '-', 1)
-        group by r.source_key
-        """
-    ).fetchall()
-    files: dict[str, list[str]] = {}
-    for part in gen.parts("fact_result"):
-        files.setdefault(part.key, []).append(part.file)
-    held = {key: (source, revs, releases) for key, source, revs, releases in revisions}
-    if missing := sorted(set(files) - set(held)):
-        raise ValueError(f"fact_result parts of sources without revisions in dim_upstream_revision: {missing}")
-    return {
-        key: _Source(
-            source,
-            frozenset(digest for digest, _ in revs),
-            _digest(derivation_version(), key, sorted(files[key]), revs, releases),
-        )
-        for key, (source, revs, releases) in held.items()
-        if key in files
-    }
-
-
 def add_to_generation(
     gens: GenerationStore, gen: Generation, from_scratch: bool = False, seconds: dict[str, float] | None = None
 ) -> dict[str, list[Part]]:
@@ -454,7 +354,7 @@ def add_to_generation(
     tables: dict[str, list[Part]] = {}
     with open_duckdb(gens.storage) as con:
         create_views(con, gen, reads=model_reads())
-        sources = _sources(con, gen)
+        sources = source_inputs(con, gen)
         for name in SQL_MODELS:
             started = time.perf_counter()
             if name == "fact_run_point":

@@ -90,7 +90,7 @@ def _listing_as_published(gens: GenerationStore, upstream: str | None) -> tuple[
     """
     from dataclasses import replace
 
-    from liger_warehouse.analysis.derived import derived_current
+    from liger_warehouse.analysis.part_inputs import derived_current
     from liger_warehouse.model.tables import SCHEMA_VERSION
     from liger_warehouse.runtime.warehouse_status import upstream_as_published
     from liger_warehouse.serve.database import database_path, shown_generation

@@ -6,7 +6,7 @@ checks audit it, and only then ``published_generation`` switches readers over to
 
 import dagster as dg
 
-from liger_warehouse.analysis.derived import derived_current
+from liger_warehouse.analysis.part_inputs import derived_current
 from liger_warehouse.build.ingest import GenerationBuilder
 from liger_warehouse.migration.migrate import migrate
 from liger_warehouse.model.table_docs import DESCRIPTIONS, column_description
