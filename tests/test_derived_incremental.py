@@ -34,6 +34,8 @@ LISTINGS = [
     ["4444fdf", "7656bcb", "81f932a-v0.6.5", "1fdb668"],
     ["4444fdf", "7656bcb", "81f932a-v0.6.5", "1fdb668", "7644a0f"],
     ["4444fdf", "7656bcb", "81f932a-v0.6.5", "1fdb668", "7644a0f", "7644a0f-v0.7.0"],
+    # a run listed between two others: it takes the place of the one after it in upstream's list
+    ["4444fdf", "3b79375", "7656bcb", "81f932a-v0.6.5", "1fdb668", "7644a0f", "7644a0f-v0.7.0"],
 ]
 
 
@@ -41,8 +43,14 @@ def _list_runs(mirror: Path, runs: list[str]) -> None:
     (mirror / "gh-pages" / "benchmarks" / "commits.txt").write_text("\n".join(runs) + "\n")
 
 
+def _query_seq(root: Path) -> dict[str, int]:
+    gens = GenerationStore(Storage(str(root)))
+    rows = gens.read_table(gens.current(), "dim_upstream_revision", ["source", "run", "seq"]).to_pylist()
+    return {r["run"]: r["seq"] for r in rows if r["source"] == "gh-pages"}
+
+
 def test_each_refresh_derives_what_it_touched_and_matches_a_derivation_from_scratch(tmp_path: Path):
-    mirror = small_mirror(tmp_path / "mirror", commits=1, runs=6)
+    mirror = small_mirror(tmp_path / "mirror", commits=1, runs=7)
     root = tmp_path / "warehouse"
     gens = GenerationStore(Storage(str(root)))
     previous: dict[str, str] = {}
@@ -80,6 +88,11 @@ def test_each_refresh_derives_what_it_touched_and_matches_a_derivation_from_scra
             assert {r for r, f in run_parts.items() if previous.get(r) != f} == {"7644a0f-v0.7.0", "7644a0f"}
             # the steps into the relabelled run and every run after it
             assert {r for r, f in step_parts.items() if previous_steps.get(r) != f} == {"7644a0f-v0.7.0", "7644a0f"}
+        if step == 4:  # the listed-between run shares its place with 7656bcb and comes first by
+            # name, so the per-run parts of 7656bcb and every run after it are derived again
+            seq = _query_seq(root)
+            assert seq["3b79375"] == seq["7656bcb"]
+            assert {r for r, f in step_parts.items() if previous_steps.get(r) != f} == set(runs) - {"4444fdf"}
         if step:
             assert published.parts("dim_series")[0].key == derived.derivation_version(), "carried, not derived whole"
             carried = {f for r, f in run_parts.items() if previous.get(r) == f}

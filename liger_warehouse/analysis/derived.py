@@ -160,14 +160,16 @@ class _Incremental:
         """A part of ``table`` per key of ``keys`` (a source, a run), written to its file of
         ``files``, from ``rows`` sorted by the key (``ORDER``); a key without rows (a source
         without a pair, a run without a step) gets an empty part, so it is not derived again."""
-        parts = {
-            key: self.gens.write_part(table, key, Path(files[key]).stem, part)
-            for key, part in grouped(rows, ORDER[table][0])
-        }
-        empty_part = empty(table)
-        return parts | {
-            key: self.gens.write_part(table, key, Path(files[key]).stem, empty_part) for key in keys - parts.keys()
-        }
+        parts = {key: self._keyed_part(table, key, files[key], part) for key, part in grouped(rows, ORDER[table][0])}
+        return parts | {key: self._keyed_part(table, key, files[key], empty(table)) for key in keys - parts.keys()}
+
+    def _keyed_part(self, table: str, key: str, file: str, rows: pa.Table) -> Part:
+        """The part named ``file``, written unless it exists: its name is a digest of what its
+        rows come from, so a file of that name holds these rows, and a published part is never
+        rewritten."""
+        if self.gens.storage.exists(file):
+            return Part(key=key, file=file, rows=rows.num_rows)
+        return self.gens.write_part(table, key, Path(file).stem, rows)
 
     def series(self, con: duckdb.DuckDBPyConnection) -> list[Part]:
         """The published series and those of the new fact_result parts that it lacks."""
@@ -214,16 +216,12 @@ class _Incremental:
         medians and source lists hold all of a group's points, which at 10^7 results overflow
         DuckDB's memory limit in one query."""
         if self.prior is None:
-            parts, batches = {}, list(build_batches(con))
+            parts, batches = {}, build_batches(con)
         else:
-            touched = self._touched_builds(run_points)
+            touched = set(self._touched_builds(run_points).to_pylist())
             builds = set(con.sql("select build from dim_build").to_arrow_table()["build"].to_pylist())
-            parts = {
-                p.key: p
-                for p in self.prior.parts("fact_build_point")
-                if p.key in builds and p.key not in touched.to_pylist()
-            }
-            batches = [touched] if len(touched) else []
+            parts = {p.key: p for p in self.prior.parts("fact_build_point") if p.key in builds - touched}
+            batches = build_batches(con, touched)
         for batch in batches:
             parts |= self._derive_builds(con, run_points, batch)
         return [parts[build] for build in sorted(parts)]
@@ -262,13 +260,13 @@ class _Incremental:
             ).to_arrow_table()
             con.register("build_step", steps)
             if self.prior is None:
-                parts, batches = {}, list(build_batches(con))
+                parts, batches = {}, build_batches(con)
             else:
                 redo = self._redone_heads(con, run_points)
                 held = {p.key: p for p in self.prior.parts("fact_build_step")}
                 heads = set(steps["build"].to_pylist())
                 parts = {head: held[head] for head in heads - redo if head in held}
-                batches = [pa.array(sorted(redo), pa.string())] if redo else []
+                batches = build_batches(con, redo)
             for batch in batches:
                 parts |= self._derive_steps(con, batch)
             return [parts[head] for head in sorted(parts)]

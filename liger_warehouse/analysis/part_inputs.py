@@ -47,10 +47,15 @@ def chained_digests(runs: list[tuple[str, str]]) -> dict[str, str]:
     return digests
 
 
-def build_batches(con: duckdb.DuckDBPyConnection) -> Iterator[pa.Array]:
-    """Every build of ``dim_build`` in release order, in ``sized_batches``."""
+def build_batches(con: duckdb.DuckDBPyConnection, only: Iterable[str] | None = None) -> list[pa.Array]:
+    """Every build of ``dim_build`` (or those of ``only``) in release order, in ``sized_batches``:
+    a refresh that touches many builds (a main-branch commit touches every version in its CSV)
+    derives them a batch at a time too."""
     builds = con.execute("select build, results from dim_build order by build_rank").fetchall()
-    return (pa.array(batch, pa.string()) for batch in sized_batches(builds))
+    if only is not None:
+        wanted = set(only)
+        builds = [(build, results) for build, results in builds if build in wanted]
+    return [pa.array(batch, pa.string()) for batch in sized_batches(builds)]
 
 
 def sized_batches(sized: Iterable[tuple[str, int]]) -> Iterator[list[str]]:

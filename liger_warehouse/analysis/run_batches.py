@@ -27,7 +27,7 @@ def runs_reaching(reach: int) -> str:
             p.run,
             r.seq,
             list(p.run) over (
-                partition by p.series_digest order by r.seq rows between {int(reach)} preceding and 1 preceding
+                partition by p.series_digest order by r.seq, p.run rows between {int(reach)} preceding and 1 preceding
             ) as earlier
         from fact_run_point as p
         join dim_upstream_revision as r on r.source = 'gh-pages' and r.run = p.run

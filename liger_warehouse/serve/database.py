@@ -337,11 +337,23 @@ def connect(storage: Storage, allow_read: Sequence[Path] = ()) -> duckdb.DuckDBP
         from liger_warehouse.store.generations import GenerationStore
 
         con.close()
-        gens = GenerationStore(storage)
+        gen = GenerationStore(storage).current()
+        _has_derived_tables(gen, storage)
         con = open_duckdb(storage)
-        create_views(con, gens.current())
+        create_views(con, gen)
     lock_down(con, storage, allow_read)
     return con
+
+
+def _has_derived_tables(gen: Generation, storage: Storage) -> None:
+    """Refuses a generation derived before some of today's derived tables existed: views over
+    a missing table would answer with no rows, not an error."""
+    from liger_warehouse.model.tables import SQL_MODELS
+
+    if gen.parts("fact_result") and (missing := [t for t in SQL_MODELS if t not in gen.tables]):
+        raise FileNotFoundError(
+            f"{storage.url} was derived before {', '.join(missing)} existed: run `liger-warehouse refresh` first"
+        )
 
 
 def _reads_its_root(con: duckdb.DuckDBPyConnection) -> bool:

@@ -25,6 +25,6 @@ select
 from ordered
 window recent as (
     partition by series_digest
-    order by seq
+    order by seq, run  -- runs sharing a place in upstream's list in name order, as fact_run_step
     rows between verdict_rule().recent_runs - 1 preceding and current row
 )

@@ -16,7 +16,9 @@ ordered as (
     select
         p.series_digest,
         p.run,
-        lag(p.run) over (partition by p.series_digest order by r.seq) as prev_run
+        -- runs sharing a place in upstream's list (one inserted later) in name order, as the
+        -- parts are chained (liger_warehouse/analysis/part_inputs.py)
+        lag(p.run) over (partition by p.series_digest order by r.seq, p.run) as prev_run
     from fact_run_point as p
     join run_seq as r using (run)
 ),

@@ -19,6 +19,7 @@ pairing as (
         l.series_digest as liger_series_digest,
         b.series_digest as baseline_series_digest,
         l.metric,
+        run,
         l.run_seq,
         ln(b.p50 / l.p50) as log_speedup
     from point as l
@@ -29,7 +30,7 @@ step as (
     select
         *,
         log_speedup - lag(log_speedup) over (
-            partition by liger_series_digest, baseline_series_digest order by run_seq
+            partition by liger_series_digest, baseline_series_digest order by run_seq, run
         ) as step
     from pairing
 ),
