@@ -35,9 +35,8 @@ The same model SQL runs in both cases, over views narrowed to the touched parts 
 At 10^7 results no table is held whole in Python, and no model runs over everything in one
 query where that overflows DuckDB's memory limit: DuckDB sorts each table and streams it
 (``model_rows.stream``) into parts written a row group at a time; ``fact_build_point`` and
-``fact_build_step`` from scratch are derived a batch of builds at a time, gathered in a DuckDB
-table that spills to disk, and the per-source and per-run tables a batch of sources or runs
-(``run_batches``) at a time.
+``fact_build_step`` are derived a batch of builds at a time, and the per-source and per-run
+tables a batch of sources or runs (``run_batches``) at a time, each batch streamed into its parts.
 """
 
 from __future__ import annotations
@@ -86,6 +85,7 @@ class _Incremental:
     prior: Generation | None
     new_files: list[Part] = field(default_factory=list)  # fact_result parts not in prior
     gone_files: list[Part] = field(default_factory=list)  # prior fact_result parts not in gen
+    touched: pa.Array | None = None  # the builds whose points changed (``_touched_builds``)
 
     @classmethod
     def of(cls, gens: GenerationStore, gen: Generation, from_scratch: bool) -> _Incremental:
@@ -109,9 +109,8 @@ class _Incremental:
         """One part of ``table`` per source of ``sources`` (each gh-pages run for the run points,
         every source for the speedup pairs: a model whose rows each read one source's rows),
         re-derived only where its inputs changed, a batch of sources at a time."""
-        held = {(p.key, p.file): p for p in self.prior.parts(table)} if self.prior else {}
         files = {key: f"tables/{table}/{source.digest}.parquet" for key, source in sources.items()}
-        parts = {key: held[(key, file)] for key, file in files.items() if (key, file) in held}
+        parts = self._unchanged(table, files)
         results = Counter()
         for part in self.gen.parts("fact_result"):
             results[part.key] += part.rows
@@ -137,8 +136,7 @@ class _Incremental:
         point_file = {p.key: p.file for p in run_points}
         chained = chained_digests([(run, point_file[run]) for run, _, _ in runs])
         files = {run: f"tables/{table}/{name}.parquet" for run, name in chained.items()}
-        held = {(p.key, p.file): p for p in self.prior.parts(table)} if self.prior else {}
-        parts = {run: held[(run, file)] for run, file in files.items() if (run, file) in held}
+        parts = self._unchanged(table, files)
         source = model_sql(table).strip().removesuffix(";")
         key = ORDER[table][0]
         for heads, needed in run_batches(row for row in runs if row[0] not in parts):
@@ -153,6 +151,12 @@ class _Incremental:
                 rows = stream(con, table, f"select * from ({source}\n) where {key} in (select run from head_run)")
                 parts |= self._keyed_parts(table, rows, heads, files)
         return [parts[run] for run in sorted(parts)]
+
+    def _unchanged(self, table: str, files: dict[str, str]) -> dict[str, Part]:
+        """The published parts of ``table`` whose key still wants the same file (named by what
+        its rows come from): those are carried."""
+        held = {(p.key, p.file): p for p in self.prior.parts(table)} if self.prior else {}
+        return {key: held[(key, file)] for key, file in files.items() if (key, file) in held}
 
     def _keyed_parts(
         self, table: str, rows: pa.RecordBatchReader, keys: set[str], files: dict[str, str]
@@ -323,7 +327,13 @@ class _Incremental:
 
     def _touched_builds(self, run_points: list[Part]) -> pa.Array:
         """Builds of run parts that came or went, and the versions (their release builds) of
-        main-branch or imported rows in fact_result parts that came or went."""
+        main-branch or imported rows in fact_result parts that came or went. Read from those
+        parts once: fact_build_point and fact_build_step both ask."""
+        if self.touched is None:
+            self.touched = self._read_touched_builds(run_points)
+        return self.touched
+
+    def _read_touched_builds(self, run_points: list[Part]) -> pa.Array:
         before = {p.file: p for p in self.prior.parts("fact_run_point")}
         after = {p.file: p for p in run_points}
         changed_runs = [p for f, p in after.items() if f not in before] + [

@@ -17,8 +17,8 @@ from liger_warehouse.analysis.model_rows import derivation_version
 from liger_warehouse.model.tables import SQL_MODELS
 from liger_warehouse.store.generations import Generation
 
-# Results per batch of builds when fact_build_point is derived from scratch: at 10^7 results
-# the whole derivation in one query ran out of DuckDB's 1 GB limit, and so did batches of 2M.
+# Results per batch of builds or sources a derivation reads: at 10^7 results fact_build_point
+# in one query ran out of DuckDB's 1 GB limit, and so did batches of 2M.
 BATCH_RESULTS = 500_000
 # Derived tables with one part per source (a gh-pages run, a main-branch CSV, an import) or build.
 KEYED_PARTS = (
