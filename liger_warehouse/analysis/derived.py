@@ -44,7 +44,6 @@ from __future__ import annotations
 import time
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
 import duckdb
 import pyarrow as pa
@@ -66,14 +65,16 @@ from liger_warehouse.analysis.part_inputs import (
     build_batches,
     carried,
     chained_digests,
+    keyed_name,
     one_part,
     sized_batches,
     source_inputs,
 )
 from liger_warehouse.analysis.run_batches import run_batches, runs_reaching
 from liger_warehouse.model.tables import SCHEMAS, SQL_MODELS, empty
-from liger_warehouse.serve.database import SQL_DIR, create_views, open_duckdb, parts_select, table_view_sql
-from liger_warehouse.store.generations import Generation, GenerationStore, Part
+from liger_warehouse.serve.database import SQL_DIR, create_views, open_duckdb
+from liger_warehouse.serve.table_views import parts_select, table_view_sql
+from liger_warehouse.store.generations import Generation, GenerationStore, Part, key_folder, part_file
 
 
 @dataclass
@@ -109,8 +110,8 @@ class _Incremental:
         """One part of ``table`` per source of ``sources`` (each gh-pages run for the run points,
         every source for the speedup pairs: a model whose rows each read one source's rows),
         re-derived only where its inputs changed, a batch of sources at a time."""
-        files = {key: f"tables/{table}/{source.digest}.parquet" for key, source in sources.items()}
-        parts = self._unchanged(table, files)
+        names = {key: keyed_name(table, key, source.digest) for key, source in sources.items()}
+        parts = self._unchanged(table, names)
         results = Counter()
         for part in self.gen.parts("fact_result"):
             results[part.key] += part.rows
@@ -121,7 +122,7 @@ class _Incremental:
                 "fact_revision_member": ([p for p in self.gen.parts("fact_revision_member") if p.key in revisions], ""),
             }
             with narrowed(con, self.gen, views):
-                parts |= self._keyed_parts(table, stream(con, table), batch, files)
+                parts |= self._keyed_parts(table, stream(con, table), batch, names)
         return [parts[key] for key in sorted(parts)]
 
     def run_parts(self, con: duckdb.DuckDBPyConnection, table: str, run_points: list[Part], reach: int) -> list[Part]:
@@ -135,8 +136,8 @@ class _Incremental:
         runs = con.execute(runs_reaching(reach)).fetchall()
         point_file = {p.key: p.file for p in run_points}
         chained = chained_digests([(run, point_file[run]) for run, _, _ in runs])
-        files = {run: f"tables/{table}/{name}.parquet" for run, name in chained.items()}
-        parts = self._unchanged(table, files)
+        names = {run: keyed_name(table, run, name) for run, name in chained.items()}
+        parts = self._unchanged(table, names)
         source = model_sql(table).strip().removesuffix(";")
         key = ORDER[table][0]
         for heads, needed in run_batches(row for row in runs if row[0] not in parts):
@@ -149,31 +150,32 @@ class _Incremental:
             }
             with narrowed(con, self.gen, views):
                 rows = stream(con, table, f"select * from ({source}\n) where {key} in (select run from head_run)")
-                parts |= self._keyed_parts(table, rows, heads, files)
+                parts |= self._keyed_parts(table, rows, heads, names)
         return [parts[run] for run in sorted(parts)]
 
-    def _unchanged(self, table: str, files: dict[str, str]) -> dict[str, Part]:
-        """The published parts of ``table`` whose key still wants the same file (named by what
+    def _unchanged(self, table: str, names: dict[str, str]) -> dict[str, Part]:
+        """The published parts of ``table`` whose key still wants the same part (named by what
         its rows come from): those are carried."""
         held = {(p.key, p.file): p for p in self.prior.parts(table)} if self.prior else {}
-        return {key: held[(key, file)] for key, file in files.items() if (key, file) in held}
+        wanted = {key: (key, part_file(table, name)) for key, name in names.items()}
+        return {key: held[want] for key, want in wanted.items() if want in held}
 
     def _keyed_parts(
-        self, table: str, rows: pa.RecordBatchReader, keys: set[str], files: dict[str, str]
+        self, table: str, rows: pa.RecordBatchReader, keys: set[str], names: dict[str, str]
     ) -> dict[str, Part]:
-        """A part of ``table`` per key of ``keys`` (a source, a run), written to its file of
-        ``files``, from ``rows`` sorted by the key (``ORDER``); a key without rows (a source
+        """A part of ``table`` per key of ``keys`` (a source, a run), written as its part of
+        ``names``, from ``rows`` sorted by the key (``ORDER``); a key without rows (a source
         without a pair, a run without a step) gets an empty part, so it is not derived again."""
-        parts = {key: self._keyed_part(table, key, files[key], part) for key, part in grouped(rows, ORDER[table][0])}
-        return parts | {key: self._keyed_part(table, key, files[key], empty(table)) for key in keys - parts.keys()}
+        parts = {key: self._keyed_part(table, key, names[key], part) for key, part in grouped(rows, ORDER[table][0])}
+        return parts | {key: self._keyed_part(table, key, names[key], empty(table)) for key in keys - parts.keys()}
 
-    def _keyed_part(self, table: str, key: str, file: str, rows: pa.Table) -> Part:
-        """The part named ``file``, written unless it exists: its name is a digest of what its
-        rows come from, so a file of that name holds these rows, and a published part is never
+    def _keyed_part(self, table: str, key: str, name: str, rows: pa.Table) -> Part:
+        """The part ``name``, written unless it exists: its name is a digest of what its rows
+        come from, so a file of that name holds these rows, and a published part is never
         rewritten."""
-        if self.gens.storage.exists(file):
+        if self.gens.storage.exists(file := part_file(table, name)):
             return Part(key=key, file=file, rows=rows.num_rows)
-        return self.gens.write_part(table, key, Path(file).stem, rows)
+        return self.gens.write_part(table, key, name, rows)
 
     def series(self, con: duckdb.DuckDBPyConnection) -> list[Part]:
         """The published series and those of the new fact_result parts that it lacks."""
@@ -321,7 +323,7 @@ class _Incremental:
         """A part of ``table`` per build in ``rows`` (sorted by it: its first ``ORDER`` column),
         named by its content and keyed by the build."""
         return {
-            build: replace(self.gens.write_content_part(table, part), key=build)
+            build: replace(self.gens.write_content_part(table, part, key_folder(ORDER[table][0], build)), key=build)
             for build, part in grouped(rows, ORDER[table][0])
         }
 

@@ -17,8 +17,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from liger_warehouse.model.tables import SCHEMAS, SQL_MODELS
-from liger_warehouse.serve.database import SQL_DIR, parts_select, table_view_sql
+from liger_warehouse.serve.database import SQL_DIR
 from liger_warehouse.serve.sql_files import declared_reads
+from liger_warehouse.serve.table_views import parts_select, table_view_sql
 from liger_warehouse.store.generations import Generation, Part
 
 MODEL_DIR = SQL_DIR / "derived"

@@ -13,9 +13,9 @@ from hashlib import sha256
 import duckdb
 import pyarrow as pa
 
-from liger_warehouse.analysis.model_rows import derivation_version
+from liger_warehouse.analysis.model_rows import ORDER, derivation_version
 from liger_warehouse.model.tables import SQL_MODELS
-from liger_warehouse.store.generations import Generation
+from liger_warehouse.store.generations import Generation, key_folder
 
 # Results per batch of builds or sources a derivation reads: at 10^7 results fact_build_point
 # in one query ran out of DuckDB's 1 GB limit, and so did batches of 2M.
@@ -134,6 +134,15 @@ def derived_current(gen: Generation) -> bool:
 
 
 def one_part(gen: Generation) -> bool:
-    """Whether a table of ``KEYED_PARTS`` is in one part keyed by the SQL, as earlier versions
-    kept it."""
-    return any(carried(gen, name) for name in KEYED_PARTS)
+    """Whether a table of ``KEYED_PARTS`` is kept as earlier versions kept it: in one part keyed
+    by the SQL, or in parts outside their key's folder (``keyed_name``)."""
+    return any(
+        carried(gen, name) or any(f"/{key_folder(ORDER[name][0], p.key)}/" not in p.file for p in gen.parts(name))
+        for name in KEYED_PARTS
+    )
+
+
+def keyed_name(table: str, key: str, name: str) -> str:
+    """The name of ``table``'s part ``name`` of ``key`` (a source, run or build): in the folder
+    of its key column's value (``key_folder``), so that readers filtering on it skip the rest."""
+    return f"{key_folder(ORDER[table][0], key)}/{name}"

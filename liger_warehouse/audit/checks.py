@@ -39,7 +39,8 @@ class CheckOutcome:
 
 def connect(gens: GenerationStore, gen: Generation) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB with a view per table of ``gen``."""
-    from liger_warehouse.serve.database import open_duckdb, table_view_sql
+    from liger_warehouse.serve.database import open_duckdb
+    from liger_warehouse.serve.table_views import table_view_sql
 
     con = open_duckdb(gens.storage)
     for table in SCHEMAS:

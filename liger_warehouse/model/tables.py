@@ -253,6 +253,8 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("last_observed", TS),
             ("sources", pa.list_(pa.string())),
             ("results", pa.int64()),
+            ("runs", pa.list_(pa.string())),
+            ("last_run_seq", pa.int32()),
         ]
     ),
     "fact_run_point": pa.schema(
@@ -294,7 +296,9 @@ SCHEMAS: dict[str, pa.Schema] = {
     ),
     # decompose_points of a pair of builds (run_steps): the pair as its two builds (runs);
     # `decompose` (`run_steps`) rebuilds its `pair`
-    "fact_build_step": pa.schema([("base_build", pa.string()), ("head_build", pa.string()), *DECOMPOSED]),
+    "fact_build_step": pa.schema(
+        [("base_build", pa.string()), ("head_build", pa.string()), *DECOMPOSED, ("consecutive", pa.bool_())]
+    ),
     "fact_run_step": pa.schema([("base_run", pa.string()), ("head_run", pa.string()), *DECOMPOSED]),
     "fact_speedup_pair": pa.schema(
         [
@@ -375,17 +379,8 @@ TABLES = tuple(SCHEMAS)
 # Derived tables written by the SQL models in sql/derived/, in the order they are built: each
 # may read the ones before it.
 SQL_MODELS = (
-    "dim_series",
-    "dim_build",
-    "fact_run_point",
-    "fact_recent_point",
-    "fact_build_point",
-    "fact_build_step",
-    "fact_speedup_pair",
-    "fact_run_step",
-    "fact_series_spread",
-    "fact_series_noise",
-    "fact_speedup_noise",
+    *("dim_series", "dim_build", "fact_run_point", "fact_recent_point", "fact_build_point", "fact_build_step"),
+    *("fact_speedup_pair", "fact_run_step", "fact_series_spread", "fact_series_noise", "fact_speedup_noise"),
 )
 # Written by the change point detection (analysis/change_points.py).
 CHANGE_POINT_TABLES = ("fact_change_point", "change_point_state")

@@ -18,7 +18,6 @@ import os
 import re
 import uuid
 from collections.abc import Sequence
-from functools import cache
 from hashlib import sha256
 from importlib import resources
 from pathlib import Path
@@ -29,11 +28,12 @@ import duckdb
 from liger_warehouse import settings
 from liger_warehouse.runtime.failpoints import failpoint
 from liger_warehouse.serve.sql_files import SqlFile, load_order, read_by
+from liger_warehouse.serve.table_views import ONE_FILE_MACRO, WAREHOUSE_FILES_MACRO, quote, table_view_sql
 from liger_warehouse.store.objectstore import ImmutableReadCache
 from liger_warehouse.store.storage import Storage
 
 if TYPE_CHECKING:
-    from liger_warehouse.store.generations import Generation, GenerationStore, Part
+    from liger_warehouse.store.generations import Generation, GenerationStore
 
 # Reading commands (`sql`, `regressions`) open the views through this module and start in a
 # fraction of a second: what only building views needs (PyArrow, via the table schemas and the
@@ -51,49 +51,6 @@ NO_DOWNLOADS = {"autoinstall_known_extensions": "false"}
 DEFAULT_MEMORY_LIMIT = "1GB"
 # The one setting a locked-down session may still change (README: `set memory_limit`).
 SESSION_SETTINGS = ("memory_limit",)
-ROOT_UNSET = (
-    "liger.duckdb reads the Parquet parts of the warehouse it is in: set file_search_path to that "
-    "directory first, e.g. duckdb -readonly -cmd \"set file_search_path = 'warehouse'\" warehouse/liger.duckdb"
-)
-
-
-def _quote(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
-
-# CASE, not if(): DuckDB 1.x cannot bind the if() that DuckDB 2 stores. One call per list of
-# parts, not one per part: a view over 900 parts bound in 0.11 s with a call per part, 0.01 s so.
-WAREHOUSE_FILES_MACRO = f"""
-create or replace macro warehouse_files(keys) as
-case when current_setting('file_search_path') = '' then error({_quote(ROOT_UNSET)})
-     else [rtrim(current_setting('file_search_path'), '/') || '/' || key for key in keys] end
-"""
-# The macro of databases written before it: one call per part.
-ONE_FILE_MACRO = "warehouse_file"
-
-
-@cache
-def _empty_select(table: str) -> str:
-    """No rows, but the table's columns and types: an empty table needs no file."""
-    from liger_warehouse.model.tables import empty
-
-    with duckdb.connect() as con:
-        relation = con.from_arrow(empty(table))
-        columns = zip(relation.columns, relation.types, strict=True)
-    return "select " + ", ".join(f'cast(null as {kind}) as "{name}"' for name, kind in columns) + " where false"
-
-
-def parts_select(table: str, parts: Sequence[Part]) -> str:
-    """A select of the rows of ``table``'s ``parts``, named relative to the warehouse root."""
-    if not parts:
-        return _empty_select(table)
-    files = ", ".join(_quote(p.file) for p in parts)
-    return f"select * from read_parquet(warehouse_files([{files}]))"
-
-
-def table_view_sql(gen: Generation, table: str) -> str:
-    """The view of ``table``: the parts generation ``gen`` holds."""
-    return f"create or replace view {table} as {parts_select(table, gen.parts(table))}"
 
 
 class MissingViews(RuntimeError):
@@ -133,7 +90,7 @@ def create_views(
         con.execute(table_view_sql(gen, table))
     con.execute(
         "create or replace view warehouse_generation as select "
-        f"{_quote(gen.id)} as generation_id, {_quote(gen.created_at)} as created_at"
+        f"{quote(gen.id)} as generation_id, {quote(gen.created_at)} as created_at"
     )
     files = analytic_view_files(sql_dir)
     analytic = _create_analytic_views(con, files if reads is None else read_by(files, reads), sql_dir)

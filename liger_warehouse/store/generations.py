@@ -17,6 +17,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from hashlib import file_digest, sha256
+from urllib.parse import quote
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -29,6 +30,19 @@ from liger_warehouse.store.storage import Storage, WriteConflict
 POINTER = "CURRENT"
 # Rows per Parquet row group of a part.
 ROW_GROUP_ROWS = 256_000
+
+
+def part_file(table: str, name: str) -> str:
+    """Where the part ``name`` of ``table`` is kept, relative to the warehouse root."""
+    return f"tables/{table}/{name}.parquet"
+
+
+def key_folder(column: str, key: str) -> str:
+    """The folder of the parts whose rows all have ``column`` = ``key``: Hive's
+    ``column=value``, the value percent-encoded. DuckDB reads such parts as Hive partitions, so a
+    query filtering on ``column`` skips every other part without opening it (a run's points out
+    of 3,334 parts at 10^7 results)."""
+    return f"{column}={quote(key, safe='')}"
 
 
 class PublishConflict(RuntimeError):
@@ -222,11 +236,11 @@ class GenerationStore:
         data = data.cast(SCHEMAS[table])
         buffer = io.BytesIO()
         pq.write_table(data, buffer, compression="zstd", row_group_size=ROW_GROUP_ROWS)
-        file = f"tables/{table}/{name}.parquet"
+        file = part_file(table, name)
         self.storage.write_bytes(file, buffer.getvalue())
         return Part(key=key, file=file, rows=data.num_rows)
 
-    def write_content_part(self, table: str, data: pa.Table | Iterable[pa.RecordBatch]) -> Part:
+    def write_content_part(self, table: str, data: pa.Table | Iterable[pa.RecordBatch], folder: str = "") -> Part:
         """A whole derived table as one part named by its content: an unchanged table references
         the file it already has, so a refresh that changes nothing it reads writes nothing.
 
@@ -234,17 +248,19 @@ class GenerationStore:
         rows is never held whole): it is written one row group of ``ROW_GROUP_ROWS`` rows, in
         one chunk, at a time, so the same rows are the same bytes however they were chunked,
         and the name is a digest of those bytes. The file is spooled to local disk, not held in
-        memory (the largest at 10^7 results is close to 1 GB)."""
+        memory (the largest at 10^7 results is close to 1 GB). It is kept in ``folder`` of the
+        table's directory when given (``key_folder``)."""
         schema = SCHEMAS[table]
+        prefix = f"{folder}/" if folder else ""
         rows = 0
-        with self.storage.spooled(f"tables/{table}/content") as local:
+        with self.storage.spooled(part_file(table, f"{prefix}content")) as local:
             with pq.ParquetWriter(local, schema, compression="zstd") as writer:
                 for group in _row_groups(data.to_batches() if isinstance(data, pa.Table) else data, schema):
                     writer.write_table(group, row_group_size=ROW_GROUP_ROWS)
                     rows += group.num_rows
             with open(local, "rb") as written:
                 digest = file_digest(written, "sha256").hexdigest()
-            file = f"tables/{table}/{digest[:32]}.parquet"
+            file = part_file(table, prefix + digest[:32])
             if not self.storage.exists(file):
                 self.storage.write_file(file, local)
         return Part(key="all", file=file, rows=rows)

@@ -9,6 +9,8 @@
 -- the release and before the next one, as PEP 440 orders local versions, so
 -- `compare_versions('0.7.0', 'latest')` compares a release with the newest nightly.
 -- `build_rank` orders builds: release order, then each release's nightlies in run order.
+-- `runs` are the gh-pages runs that stand for a build and `last_run_seq` the place of the newest
+-- in upstream's list: what `build_name` resolves run names, 'latest' and 'previous' with.
 -- reads: dim_version, result_build
 with labelled as (
     select build, liger_version, build_kind, run_seq, observed_at, source_label
@@ -23,7 +25,9 @@ ranked as (
         min(observed_at) as first_observed,
         max(observed_at) as last_observed,
         list(distinct source_label order by source_label) as sources,
-        count(*) as results
+        count(*) as results,
+        list(distinct source_label order by source_label) filter (where run_seq is not null) as runs,
+        max(run_seq) as last_run_seq
     from labelled
     group by build
 )
@@ -36,6 +40,8 @@ select
     r.first_observed,
     r.last_observed,
     r.sources,
-    r.results
+    r.results,
+    coalesce(r.runs, []) as runs,
+    r.last_run_seq
 from ranked as r
 left join dim_version as v using (liger_version);

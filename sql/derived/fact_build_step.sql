@@ -3,19 +3,28 @@
 -- `decompose` (and through it version_steps, version_history, regressions and compare_versions of
 -- adjacent builds) reads the split of each change instead of computing its drift medians per query.
 -- The pair is kept as its two builds (`base_build`, `head_build`); `decompose` rebuilds `pair`.
+-- `consecutive` says whether `base_build` is the series' own build before `head_build` (the step
+-- regressions judge), not only a build both hold with others of the series between them.
 --
 -- Materialized at publish (a derived table).
 -- reads: decompose_points, series_builds
-with steps as (
-    select distinct prev_build, build
+with series_step as materialized (
+    select series_digest, prev_build, build
     from series_builds
     where prev_build is not null
+),
+steps as (
+    select distinct prev_build, build
+    from series_step
 )
 select
-    pair.base_key as base_build,
-    pair.head_key as head_build,
-    * exclude (pair)
+    d.pair.base_key as base_build,
+    d.pair.head_key as head_build,
+    d.* exclude (pair),
+    s.series_digest is not null as consecutive
 from decompose_points((
     select list({'base_kind': 'build', 'base_key': prev_build, 'head_kind': 'build', 'head_key': build})
     from steps
-));
+)) as d
+left join series_step as s
+    on s.series_digest = d.series_digest and s.prev_build = d.pair.base_key and s.build = d.pair.head_key;

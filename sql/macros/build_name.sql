@@ -3,19 +3,29 @@
 -- nightly run names its nightly build), a build label itself, or 'latest' / 'previous': the
 -- build of the newest gh-pages run, and the build of the newest run of another build before it.
 -- So `compare_versions('0.7.0', 'latest')` compares a release with the newest nightly.
--- reads: dim_build, fact_run_point, version_text
+-- Resolved from dim_build alone (a row per build), as every branch is evaluated: reading the
+-- run points for them took seconds at 10^7 results.
+-- reads: dim_build, version_text
 create or replace macro build_name(text) as
     case lower(trim(text))
-        when 'latest' then (select build from fact_run_point order by run_seq desc limit 1)
+        when 'latest' then (
+            select build from dim_build
+            where last_run_seq is not null
+            order by last_run_seq desc, build limit 1
+        )
         when 'previous' then (
-            select build from fact_run_point
-            where build <> (select build from fact_run_point order by run_seq desc limit 1)
-            order by run_seq desc limit 1
+            select build from dim_build
+            where last_run_seq is not null and build <> (
+                select build from dim_build
+                where last_run_seq is not null
+                order by last_run_seq desc, build limit 1
+            )
+            order by last_run_seq desc, build limit 1
         )
         else coalesce(
             (select build from dim_build where build = trim(text)),
             (select build from dim_build where build = version_text(text)),
-            (select any_value(build) from fact_run_point where run = trim(text)),
+            (select any_value(build) from dim_build where list_contains(runs, trim(text))),
             version_text(text)
         )
     end;

@@ -1,22 +1,32 @@
--- decompose(pairs): `decompose_points(pairs)`: one row per series on both sides of each pair, the
--- change between them split into what the verdict judges (docs/VERDICTS.md). The pairs of
--- consecutive builds (what version_steps and regressions judge) are read from `fact_build_step`,
--- where publish stored that same decomposition; the others are computed from the points.
+-- decompose(pairs [, steps := false]): `decompose_points(pairs)`: one row per series on both
+-- sides of each pair, the change between them split into what the verdict judges
+-- (docs/VERDICTS.md). Pairs of builds consecutive for some series are read from
+-- `fact_build_step`, where publish stored that same decomposition; the others are computed from
+-- the points. With `steps := true`, also every series' own steps (the rows of `fact_build_step`
+-- between a series' consecutive builds): what version_steps and regressions judge, in one scan.
 -- reads: decompose_points, fact_build_step
-create or replace macro decompose(pairs) as table
+create or replace macro decompose(pairs, steps := false) as table
 with wanted as (
     select distinct unnest(pairs) as pair
 ),
-stored as (
-    select
-        {'base_kind': 'build', 'base_key': s.base_build, 'head_kind': 'build', 'head_key': s.head_build} as pair,
-        s.* exclude (base_build, head_build)
+stored_step as (
+    select s.*
     from fact_build_step as s
     semi join wanted as w
         on w.pair.base_kind = 'build'
         and w.pair.head_kind = 'build'
         and s.base_build = w.pair.base_key
         and s.head_build = w.pair.head_key
+    union all
+    select s.*
+    from fact_build_step as s
+    where steps and s.consecutive
+),
+stored as (
+    select
+        {'base_kind': 'build', 'base_key': s.base_build, 'head_kind': 'build', 'head_key': s.head_build} as pair,
+        s.* exclude (base_build, head_build, consecutive)
+    from stored_step as s
 ),
 computed as (
     select *

@@ -1,5 +1,6 @@
--- judge(pairs, threshold): `decompose(pairs)` with each series' noise and the verdict: one row
--- per pair and series on both sides, carrying the evidence the verdict was reached on.
+-- judge(pairs, threshold [, steps := false]): `decompose(pairs, steps)` with each series' noise and
+-- the verdict: one row per pair and series on both sides, carrying the evidence the verdict was
+-- reached on.
 --
 -- Changes are fractions (0.10 = 10% higher): `change` is the raw change of p50, `drift` what the
 -- baselines explain of it (host drift, plus the kernel's own baselines for a Liger series),
@@ -7,7 +8,7 @@
 -- the series' run-to-run noise scaled for the runs on each side (`base_runs`, `head_runs`): a
 -- median of n runs is steadier than one run. `z` is the adjusted change in units of that noise.
 -- reads: decompose, dim_series, fact_series_noise, verdict
-create or replace macro judge(pairs, threshold) as table
+create or replace macro judge(pairs, threshold, steps := false) as table
 with judged as (
     select
         d.*,
@@ -18,7 +19,7 @@ with judged as (
         n.detectable_change,
         sqrt((1.0 / d.base_runs + 1.0 / d.head_runs) / 2) as noise_scale,
         s.unit
-    from decompose(pairs) as d
+    from decompose(pairs, steps := steps) as d
     join fact_series_noise as n using (series_digest)
     join dim_series as s using (series_digest)
 )

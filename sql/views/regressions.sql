@@ -1,4 +1,4 @@
--- regressions: one row per pair of consecutive builds of a series (see `builds`), with the
+-- regressions: one row per pair of consecutive builds of a series (see `dim_build`), with the
 -- change, its evidence and a verdict (docs/VERDICTS.md).
 --
 -- `verdict` is 'regression' or 'improvement' only when the change exceeds the threshold
@@ -6,7 +6,7 @@
 -- the baselines' drift is taken out, and stands out from the series' run-to-run noise;
 -- 'unchanged' when a change beyond max(threshold, 25%) is ruled out; else 'inconclusive'.
 -- Lower is better for ms and MB. `ratio` is head p50 / base p50.
--- reads: dim_series, version_steps
+-- reads: dim_series, judge, regression_threshold
 create or replace view regressions as
 select
     s.series_digest,
@@ -21,8 +21,8 @@ select
     v.workload,
     v.x_name,
     v.x_value,
-    s.prev_build as base_version,
-    s.build as head_version,
+    s.pair.base_key as base_version,
+    s.pair.head_key as head_version,
     s.base_p50,
     s.head_p50,
     s.head_p50 / s.base_p50 as ratio,
@@ -44,6 +44,5 @@ select
     s.base_p80,
     s.head_p20,
     s.head_p80
-from version_steps as s
-join dim_series as v using (series_digest)
-where s.prev_build is not null;
+from judge([], regression_threshold(), steps := true) as s
+join dim_series as v using (series_digest);
