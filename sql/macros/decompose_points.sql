@@ -21,6 +21,16 @@ create or replace macro decompose_points(pairs) as table
 with wanted as (
     select unnest(pairs) as pair
 ),
+-- The points of every side the pairs name, bound and read once for both ends of the pairs.
+side as materialized (
+    select p.*
+    from side_points as p
+    semi join (
+        select pair.base_kind as side_kind, pair.base_key as side_key from wanted
+        union
+        select pair.head_kind, pair.head_key from wanted
+    ) as w using (side_kind, side_key)
+),
 paired as (
     select
         w.pair,
@@ -41,8 +51,8 @@ paired as (
         h.sources as head_sources,
         ln(h.p50 / b.p50) as change_log
     from wanted as w
-    join side_points as b on b.side_kind = w.pair.base_kind and b.side_key = w.pair.base_key
-    join side_points as h
+    join side as b on b.side_kind = w.pair.base_kind and b.side_key = w.pair.base_key
+    join side as h
         on h.side_kind = w.pair.head_kind and h.side_key = w.pair.head_key and h.series_digest = b.series_digest
     join dim_series as s on s.series_digest = b.series_digest
     where b.p50 > 0 and h.p50 > 0
