@@ -21,41 +21,43 @@ create or replace macro decompose_points(pairs) as table
 with wanted as (
     select unnest(pairs) as pair
 ),
--- The points of every side the pairs name, bound and read once for both ends of the pairs.
-side as materialized (
-    select p.*
-    from side_points as p
-    semi join (
-        select pair.base_kind as side_kind, pair.base_key as side_key from wanted
-        union
-        select pair.head_kind, pair.head_key from wanted
-    ) as w using (side_kind, side_key)
+-- Each end of each pair, so that side_points is read (and bound) once for both ends.
+pair_end as (
+    select pair, true as is_base, pair.base_kind as side_kind, pair.base_key as side_key from wanted
+    union all
+    select pair, false, pair.head_kind, pair.head_key from wanted
+),
+ends as (
+    select
+        e.pair,
+        p.series_digest,
+        any_value(p.p20) filter (where e.is_base) as base_p20,
+        any_value(p.p50) filter (where e.is_base) as base_p50,
+        any_value(p.p80) filter (where e.is_base) as base_p80,
+        any_value(p.runs) filter (where e.is_base) as base_runs,
+        any_value(p.sources) filter (where e.is_base) as base_sources,
+        any_value(p.p20) filter (where not e.is_base) as head_p20,
+        any_value(p.p50) filter (where not e.is_base) as head_p50,
+        any_value(p.p80) filter (where not e.is_base) as head_p80,
+        any_value(p.runs) filter (where not e.is_base) as head_runs,
+        any_value(p.sources) filter (where not e.is_base) as head_sources
+    from pair_end as e
+    join side_points as p using (side_kind, side_key)
+    group by e.pair, p.series_digest
 ),
 paired as (
     select
-        w.pair,
+        e.pair,
         s.series_digest,
         s.is_liger,
         s.sweep_key,
         s.kernel_key,
         s.host_key,
-        b.p20 as base_p20,
-        b.p50 as base_p50,
-        b.p80 as base_p80,
-        b.runs as base_runs,
-        b.sources as base_sources,
-        h.p20 as head_p20,
-        h.p50 as head_p50,
-        h.p80 as head_p80,
-        h.runs as head_runs,
-        h.sources as head_sources,
-        ln(h.p50 / b.p50) as change_log
-    from wanted as w
-    join side as b on b.side_kind = w.pair.base_kind and b.side_key = w.pair.base_key
-    join side as h
-        on h.side_kind = w.pair.head_kind and h.side_key = w.pair.head_key and h.series_digest = b.series_digest
-    join dim_series as s on s.series_digest = b.series_digest
-    where b.p50 > 0 and h.p50 > 0
+        e.* exclude (pair, series_digest),
+        ln(e.head_p50 / e.base_p50) as change_log
+    from ends as e
+    join dim_series as s using (series_digest)
+    where e.base_p50 > 0 and e.head_p50 > 0
 ),
 host as (
     select pair, host_key, median(change_log) as drift_log
