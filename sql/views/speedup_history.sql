@@ -26,34 +26,22 @@ with placed as (
     from fact_speedup_pair
 ),
 -- A build stands on its runs where the pairing has any there, else on its other snapshots.
--- A build stands on its runs where it has any for the pairing, else on its other rows: each
--- figure is aggregated both ways in one pass and the standing one kept.
-points as (
-    select
-        liger_series_digest, baseline_series_digest, metric, baseline_provider, build,
-        bool_or(from_run) as from_run,
-        median(speedup) filter (where from_run) as run_speedup,
-        median(speedup) filter (where not from_run) as row_speedup,
-        median(liger_p50) filter (where from_run) as run_liger_p50,
-        median(liger_p50) filter (where not from_run) as row_liger_p50,
-        median(baseline_p50) filter (where from_run) as run_baseline_p50,
-        median(baseline_p50) filter (where not from_run) as row_baseline_p50,
-        count(*) filter (where from_run) as run_count,
-        count(*) filter (where not from_run) as row_count,
-        list(distinct revision order by revision) filter (where from_run) as run_sources,
-        list(distinct revision order by revision) filter (where not from_run) as row_sources
+basis as (
+    select liger_series_digest, baseline_series_digest, metric, baseline_provider, build, bool_or(from_run) as from_run
     from placed
     group by all
 ),
-standing as (
+points as (
     select
         liger_series_digest, baseline_series_digest, metric, baseline_provider, build,
-        case when from_run then run_speedup else row_speedup end as speedup,
-        case when from_run then run_liger_p50 else row_liger_p50 end as liger_p50,
-        case when from_run then run_baseline_p50 else row_baseline_p50 end as baseline_p50,
-        case when from_run then run_count else row_count end as runs,
-        case when from_run then run_sources else row_sources end as sources
-    from points
+        median(speedup) as speedup,
+        median(liger_p50) as liger_p50,
+        median(baseline_p50) as baseline_p50,
+        count(*) as runs,
+        list(distinct revision order by revision) as sources
+    from placed
+    semi join basis using (liger_series_digest, baseline_series_digest, metric, baseline_provider, build, from_run)
+    group by all
 ),
 judged as (
     select
@@ -62,7 +50,7 @@ judged as (
         b.liger_version,
         coalesce(n.noise, pool.noise) as speedup_noise,
         speedup_winner(p.speedup, coalesce(n.noise, pool.noise), p.runs, regression_threshold()) as winner
-    from standing as p
+    from points as p
     join dim_build as b using (build)
     left join fact_speedup_noise as n using (liger_series_digest, baseline_series_digest)
     left join speedup_pool as pool on pool.metric = p.metric
