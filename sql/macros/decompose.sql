@@ -9,7 +9,7 @@ create or replace macro decompose(pairs, steps := false) as table
 with wanted as (
     select distinct unnest(pairs) as pair
 ),
-stored_step as (
+asked as (
     select s.*
     from fact_build_step as s
     semi join wanted as w
@@ -17,23 +17,26 @@ stored_step as (
         and w.pair.head_kind = 'build'
         and s.base_build = w.pair.base_key
         and s.head_build = w.pair.head_key
-    union all
-    select s.*
-    from fact_build_step as s
-    where steps and s.consecutive
 ),
 stored as (
     select
         {'base_kind': 'build', 'base_key': s.base_build, 'head_kind': 'build', 'head_key': s.head_build} as pair,
         s.* exclude (base_build, head_build, consecutive)
-    from stored_step as s
+    from (
+        select * from asked
+        union all
+        select * from fact_build_step where steps and consecutive
+    ) as s
 ),
 computed as (
     select *
     from decompose_points((
         select list(pair)
         from wanted
-        where pair not in (select distinct pair from stored)
+        where pair not in (
+            select distinct {'base_kind': 'build', 'base_key': base_build, 'head_kind': 'build', 'head_key': head_build}
+            from asked
+        )
     ))
 )
 select * from stored
