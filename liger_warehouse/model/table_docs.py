@@ -38,7 +38,8 @@ DESCRIPTIONS = {
     "by sql/derived/dim_series.sql.",
     "dim_build": "One row per Liger build results stand for, in release order: each release (its "
     "release run and other runs of its commit, else its main-branch rows) and each nightly run, "
-    "labelled <version>+<yyyymmdd>.<sha>. Derived at publish by sql/derived/dim_build.sql.",
+    "labelled <version>+<yyyymmdd>.<sha>, with the gh-pages runs that stand for it (runs) and the place "
+    "of the newest in upstream's list (last_run_seq). Derived at publish by sql/derived/dim_build.sql.",
     "fact_run_point": "One row per series and gh-pages run: the result that stands for the series "
     "in the run. Derived at publish by sql/derived/fact_run_point.sql.",
     "fact_recent_point": "One row per series and gh-pages run: the series' recent level there, the "
@@ -49,7 +50,8 @@ DESCRIPTIONS = {
     "how many and which. Derived at publish by sql/derived/fact_build_point.sql.",
     "fact_build_step": "One row per series on both sides of each pair of builds consecutive for some "
     "series: the change between them split into host drift, the kernel's baselines, the sweep and the "
-    "series' own (decompose), which version_steps and regressions judge. Derived at publish by "
+    "series' own (decompose); consecutive marks the rows whose pair is the series' own step, which "
+    "version_steps and regressions judge. One part per head build. Derived at publish by "
     "sql/derived/fact_build_step.sql; docs/VERDICTS.md.",
     "fact_speedup_pair": "One row per Liger result and baseline result one upstream revision showed "
     "together (same GPU, workload, mode, metric and Liger version), with both p50s and the build the "
