@@ -12,7 +12,7 @@ from urllib.parse import unquote
 import duckdb
 
 from liger_warehouse.analysis.model_rows import ORDER
-from liger_warehouse.analysis.part_inputs import KEYED_PARTS, one_part
+from liger_warehouse.analysis.part_inputs import KEYED_PARTS, earlier_layout
 from liger_warehouse.store.generations import GenerationStore, Part
 from liger_warehouse.store.storage import Storage
 from tests.plain_duckdb import open_views
@@ -44,11 +44,11 @@ def test_each_keyed_part_is_in_the_folder_of_its_key(mirror_warehouse):
             assert folder.startswith(f"{column}=") and unquote(folder.partition("=")[2]) == part.key, part
             rows = gens.read_parts(table, [part], [column])[column].unique().to_pylist()
             assert rows in ([], [part.key]), (part, rows)
-    assert not one_part(gen)
+    assert not earlier_layout(gen)
     flat = gen.parts("fact_run_point")[0]
     moved = Part(key=flat.key, file=f"tables/fact_run_point/{Path(flat.file).name}", rows=flat.rows)
     gen.tables["fact_run_point"] = [moved, *gen.parts("fact_run_point")[1:]]
-    assert one_part(gen), "a part outside its key's folder is the earlier layout: derived again"
+    assert earlier_layout(gen), "a part outside its key's folder is the earlier layout: derived again"
 
 
 def test_one_run_or_build_opens_its_parts_only(mirror_warehouse):

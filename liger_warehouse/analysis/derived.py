@@ -65,8 +65,9 @@ from liger_warehouse.analysis.part_inputs import (
     build_batches,
     carried,
     chained_digests,
+    earlier_layout,
     keyed_name,
-    one_part,
+    part_folder,
     sized_batches,
     source_inputs,
 )
@@ -74,7 +75,7 @@ from liger_warehouse.analysis.run_batches import run_batches, runs_reaching
 from liger_warehouse.model.tables import SCHEMAS, SQL_MODELS, empty
 from liger_warehouse.serve.database import SQL_DIR, create_views, open_duckdb
 from liger_warehouse.serve.table_views import parts_select, table_view_sql
-from liger_warehouse.store.generations import Generation, GenerationStore, Part, key_folder, part_file
+from liger_warehouse.store.generations import Generation, GenerationStore, Part, part_file
 
 
 @dataclass
@@ -91,7 +92,7 @@ class _Incremental:
     @classmethod
     def of(cls, gens: GenerationStore, gen: Generation, from_scratch: bool) -> _Incremental:
         prior = None if from_scratch or not gen.parent else gens.load(gen.parent)
-        if prior is not None and (not carried(prior, "dim_series") or one_part(prior)):
+        if prior is not None and (not carried(prior, "dim_series") or earlier_layout(prior)):
             prior = None  # derived by other SQL, or in one part where a part per source or build is kept now
         if prior is not None and prior.schema_version != gen.schema_version:
             prior = None  # a migration gave the facts new digests
@@ -323,7 +324,7 @@ class _Incremental:
         """A part of ``table`` per build in ``rows`` (sorted by it: its first ``ORDER`` column),
         named by its content and keyed by the build."""
         return {
-            build: replace(self.gens.write_content_part(table, part, key_folder(ORDER[table][0], build)), key=build)
+            build: replace(self.gens.write_content_part(table, part, part_folder(table, build)), key=build)
             for build, part in grouped(rows, ORDER[table][0])
         }
 

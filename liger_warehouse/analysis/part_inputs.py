@@ -130,19 +130,24 @@ def derived_current(gen: Generation) -> bool:
     changed ``sql/``, they were not: the next refresh stages a generation to derive them again,
     even when upstream holds nothing new. (The tables of ``KEYED_PARTS`` have a part per source
     or build; they are derived with the others, whose one part is keyed by the SQL.)"""
-    return all(carried(gen, name) for name in SQL_MODELS if name not in KEYED_PARTS) and not one_part(gen)
+    return all(carried(gen, name) for name in SQL_MODELS if name not in KEYED_PARTS) and not earlier_layout(gen)
 
 
-def one_part(gen: Generation) -> bool:
+def earlier_layout(gen: Generation) -> bool:
     """Whether a table of ``KEYED_PARTS`` is kept as earlier versions kept it: in one part keyed
-    by the SQL, or in parts outside their key's folder (``keyed_name``)."""
+    by the SQL, or in parts outside their key's folder (``part_folder``)."""
     return any(
-        carried(gen, name) or any(f"/{key_folder(ORDER[name][0], p.key)}/" not in p.file for p in gen.parts(name))
+        carried(gen, name) or any(f"/{part_folder(name, p.key)}/" not in p.file for p in gen.parts(name))
         for name in KEYED_PARTS
     )
 
 
+def part_folder(table: str, key: str) -> str:
+    """The folder of ``table``'s parts of ``key`` (a source, run or build): named by its key
+    column's value (``key_folder``), so that readers filtering on it skip the rest."""
+    return key_folder(ORDER[table][0], key)
+
+
 def keyed_name(table: str, key: str, name: str) -> str:
-    """The name of ``table``'s part ``name`` of ``key`` (a source, run or build): in the folder
-    of its key column's value (``key_folder``), so that readers filtering on it skip the rest."""
-    return f"{key_folder(ORDER[table][0], key)}/{name}"
+    """The name of ``table``'s part ``name`` of ``key``, in the key's folder."""
+    return f"{part_folder(table, key)}/{name}"

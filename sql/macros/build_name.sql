@@ -3,8 +3,8 @@
 -- nightly run names its nightly build), a build label itself, or 'latest' / 'previous': the
 -- build of the newest gh-pages run, and the build of the newest run of another build before it.
 -- So `compare_versions('0.7.0', 'latest')` compares a release with the newest nightly.
--- Resolved from dim_build alone (a row per build), as every branch is evaluated: reading the
--- run points for them took seconds at 10^7 results.
+-- Resolved from dim_build alone (a row per build, so 'previous' is the second by its newest
+-- run), as every branch is evaluated: reading the run points for them took seconds at 10^7.
 -- reads: dim_build, version_text
 create or replace macro build_name(text) as
     case lower(trim(text))
@@ -15,12 +15,8 @@ create or replace macro build_name(text) as
         )
         when 'previous' then (
             select build from dim_build
-            where last_run_seq is not null and build <> (
-                select build from dim_build
-                where last_run_seq is not null
-                order by last_run_seq desc, build limit 1
-            )
-            order by last_run_seq desc, build limit 1
+            where last_run_seq is not null
+            order by last_run_seq desc, build limit 1 offset 1
         )
         else coalesce(
             (select build from dim_build where build = trim(text)),
