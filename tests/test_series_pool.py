@@ -3,6 +3,7 @@ end with the process that started them, whatever way it ends."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -50,3 +51,28 @@ def _running(pids: list[int]) -> list[int]:
         except psutil.NoSuchProcess:
             pass
     return running
+
+
+# A fork server's socket lives in TMPDIR; a path too long for a Unix socket means no worker can
+# start. The resource then computes in the step's own process and says why.
+_UNSTARTABLE = """
+import logging
+import dagster as dg
+from pipelines.defs.resources import ChangePointResource
+resource = ChangePointResource(workers=2)
+resource.setup_for_execution(dg.build_init_resource_context())
+print("pool:", resource.pool(logging.getLogger("test")))
+resource.teardown_after_execution(dg.build_init_resource_context())
+"""
+
+
+def test_change_points_fall_back_to_the_step_process_when_no_worker_can_start(tmp_path):
+    """The workers start in the background (the run does not wait for the fork server's
+    imports); a start that failed is found when the step asks for the pool."""
+    tmpdir = tmp_path / ("t" * 120)
+    tmpdir.mkdir()
+    env = {**os.environ, "TMPDIR": str(tmpdir)}
+    done = subprocess.run([sys.executable, "-c", _UNSTARTABLE], capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stderr
+    assert "pool: None" in done.stdout
+    assert "no worker could start" in done.stderr

@@ -93,14 +93,32 @@ class SeriesPool:
         context.set_forkserver_preload([*_main_script_imports(), *_PRELOAD])
         self.workers = workers
         self._pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_exit_with_parent)
+        self._starting: threading.Thread | None = None
+        self._start_failure: OSError | None = None
 
     def start(self) -> None:
-        """Start every worker now, without waiting for it: the fork server's imports and the
-        workers' start then run beside whatever the calling process does next."""
-        for _ in range(self.workers):
-            self._pool.submit(_load)
+        """Start every worker in the background: the fork server's imports and the workers'
+        start then run beside whatever the calling process does next. (Submitting is not
+        enough: the first submit waits until the fork server has loaded its imports.)"""
+        self._starting = threading.Thread(target=self._start_workers, name="series-pool-start", daemon=True)
+        self._starting.start()
+
+    def _start_workers(self) -> None:
+        try:
+            for _ in range(self.workers):
+                self._pool.submit(_load)
+        except OSError as exc:  # e.g. a TMPDIR too long for the fork server's socket path
+            self._start_failure = exc
+
+    def start_failure(self) -> OSError | None:
+        """Why no worker could start, once the start has finished; None when they started."""
+        if self._starting is not None:
+            self._starting.join()
+        return self._start_failure
 
     def close(self) -> None:
+        if self._starting is not None:
+            self._starting.join()
         self._pool.shutdown(wait=True, cancel_futures=True)
 
     def analyzed(self, work: Iterable[Batch], revisions: list[str]) -> Iterator[Analyzed]:

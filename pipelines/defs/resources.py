@@ -1,5 +1,6 @@
 """Typed resources: where the warehouse lives and where upstream is read from."""
 
+import logging
 import os
 from pathlib import Path
 
@@ -46,24 +47,22 @@ class ChangePointResource(dg.ConfigurableResource):
     _pool: SeriesPool | None = PrivateAttr(None)
 
     def setup_for_execution(self, context: dg.InitResourceContext) -> None:
-        if self.workers <= 1:
-            return
-        pool = SeriesPool(self.workers)
-        try:
-            pool.start()
-        except OSError as exc:  # e.g. a TMPDIR too long for the fork server's socket path
-            pool.close()
-            context.log.warning(f"change points are computed in the step's process: no worker could start: {exc}")
-        else:
-            self._pool = pool
+        if self.workers > 1:
+            self._pool = SeriesPool(self.workers)
+            self._pool.start()
 
     def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
         if self._pool is not None:
             self._pool.close()
             self._pool = None
 
-    def pool(self) -> SeriesPool | None:
-        """The started workers; None to compute in the step's own process."""
+    def pool(self, log: logging.Logger) -> SeriesPool | None:
+        """The started workers; None to compute in the step's own process (also when no worker
+        could start: the warning goes to ``log``)."""
+        if self._pool is not None and (failure := self._pool.start_failure()) is not None:
+            self._pool.close()
+            self._pool = None
+            log.warning(f"change points are computed in the step's process: no worker could start: {failure}")
         return self._pool
 
 
