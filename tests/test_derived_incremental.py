@@ -94,7 +94,7 @@ def test_each_refresh_derives_what_it_touched_and_matches_a_derivation_from_scra
             assert seq["3b79375"] == seq["7656bcb"]
             assert {r for r, f in step_parts.items() if previous_steps.get(r) != f} == set(runs) - {"4444fdf"}
         if step:
-            assert published.parts("dim_series")[0].key == derived.derivation_version(), "carried, not derived whole"
+            assert published.parts("dim_series")[0].key == model_rows.derivation_version(), "carried, not derived whole"
             carried = {f for r, f in run_parts.items() if previous.get(r) == f}
             assert carried and all((root / f).stat().st_mtime_ns == written[f] for f in carried), "rewritten"
         previous, previous_pairs, previous_steps, previous_recent = run_parts, pair_parts, step_parts, recent_parts

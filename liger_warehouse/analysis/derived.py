@@ -7,349 +7,22 @@ Parquet: the views read these tables instead of deriving them per query. Models 
 ``SQL_MODELS`` order; each sees the staged tables, the analytic views of ``sql/`` and the models
 before it.
 
-A refresh derives what its new facts touch and carries the rest from the published generation
-(``_Incremental``), with the same rows a derivation from scratch gives:
-
-- ``fact_run_point`` has one part per gh-pages run and ``fact_speedup_pair`` one per source (a
-  run, a main-branch CSV, an import), named by a digest of what the source's rows come from
-  (its fact_result parts, its revisions, the releases of its commit, the SQL): a source whose
-  inputs are unchanged keeps its part, a new or changed one gets a new part;
-- ``dim_series`` adds the series of new fact_result parts that it lacks;
-- ``fact_build_point`` has one part per build: it re-derives the builds whose points changed (the
-  builds of changed run parts, the versions of changed main-branch or imported rows) and carries
-  the others;
-- ``fact_build_step`` has one part per head build: it re-derives the heads of pairs of
-  consecutive builds with such a build on either side, or whose pairs changed, and carries the
-  others (a pair's rows read only its two builds' points);
-- ``fact_recent_point`` and ``fact_run_step`` have one part per gh-pages run (the recent levels
-  at it, the steps into it), named by a digest chained over the run point parts of every run up
-  to it: a new run adds a part, the others are carried;
-- ``fact_series_spread`` re-derives the series of the sweeps whose steps changed (a sweep's
-  spread reads every step of its series) and carries the others;
-- ``dim_build``, ``fact_series_noise`` and ``fact_speedup_noise`` are derived whole (a series'
-  noise is its spread shrunk toward pools over every series, so one new run moves them all, but
-  that is a pass over one row per series).
-
-The same model SQL runs in both cases, over views narrowed to the touched parts or builds.
-
-At 10^7 results no table is held whole in Python, and no model runs over everything in one
-query where that overflows DuckDB's memory limit: DuckDB sorts each table and streams it
-(``model_rows.stream``) into parts written a row group at a time; ``fact_build_point`` and
-``fact_build_step`` are derived a batch of builds at a time, and the per-source and per-run
-tables a batch of sources or runs (``run_batches``) at a time, each batch streamed into its parts.
+A refresh derives what its new facts touch and carries the rest from the published generation,
+with the same rows a derivation from scratch gives (``liger_warehouse/analysis/incremental.py``
+says what each table carries).
 """
 
 from __future__ import annotations
 
 import time
-from collections import Counter
-from dataclasses import dataclass, field, replace
 
-import duckdb
-import pyarrow as pa
-import pyarrow.compute as pc
-
-from liger_warehouse.analysis.model_rows import (
-    ORDER,
-    derivation_version,
-    derive,
-    grouped,
-    in_order,
-    model_reads,
-    model_sql,
-    narrowed,
-    stream,
-)
-from liger_warehouse.analysis.part_inputs import (
-    Source,
-    build_batches,
-    carried,
-    chained_digests,
-    earlier_layout,
-    keyed_name,
-    part_folder,
-    sized_batches,
-    source_inputs,
-)
-from liger_warehouse.analysis.run_batches import run_batches, runs_reaching
-from liger_warehouse.model.tables import SCHEMAS, SQL_MODELS, empty
-from liger_warehouse.serve.database import SQL_DIR, create_views, open_duckdb
-from liger_warehouse.serve.table_views import parts_select, table_view_sql
-from liger_warehouse.store.generations import Generation, GenerationStore, Part, part_file
-
-
-@dataclass
-class _Incremental:
-    """What the published generation ``prior`` already holds that ``gen`` can carry."""
-
-    gens: GenerationStore
-    gen: Generation
-    prior: Generation | None
-    new_files: list[Part] = field(default_factory=list)  # fact_result parts not in prior
-    gone_files: list[Part] = field(default_factory=list)  # prior fact_result parts not in gen
-    touched: pa.Array | None = None  # the builds whose points changed (``_touched_builds``)
-
-    @classmethod
-    def of(cls, gens: GenerationStore, gen: Generation, from_scratch: bool) -> _Incremental:
-        prior = None if from_scratch or not gen.parent else gens.load(gen.parent)
-        if prior is not None and (not carried(prior, "dim_series") or earlier_layout(prior)):
-            prior = None  # derived by other SQL, or in one part where a part per source or build is kept now
-        if prior is not None and prior.schema_version != gen.schema_version:
-            prior = None  # a migration gave the facts new digests
-        sources = {p.key for p in gen.parts("fact_result")}
-        # A source's part keeps every result it ever had (restated ones too), so a series
-        # leaves the facts only with its source.
-        if prior is not None and {p.key for p in prior.parts("fact_result")} - sources:
-            prior = None
-        held = {p.file for p in prior.parts("fact_result")} if prior else set()
-        kept = {p.file for p in gen.parts("fact_result")}
-        new = [p for p in gen.parts("fact_result") if p.file not in held]
-        gone = [p for p in prior.parts("fact_result") if p.file not in kept] if prior else []
-        return cls(gens, gen, prior, new, gone)
-
-    def source_parts(self, con: duckdb.DuckDBPyConnection, table: str, sources: dict[str, Source]) -> list[Part]:
-        """One part of ``table`` per source of ``sources`` (each gh-pages run for the run points,
-        every source for the speedup pairs: a model whose rows each read one source's rows),
-        re-derived only where its inputs changed, a batch of sources at a time."""
-        names = {key: keyed_name(table, key, source.digest) for key, source in sources.items()}
-        parts = self._unchanged(table, names)
-        results = Counter()
-        for part in self.gen.parts("fact_result"):
-            results[part.key] += part.rows
-        for batch in map(set, sized_batches((key, results[key]) for key in sorted(sources) if key not in parts)):
-            revisions = {revision for key in batch for revision in sources[key].revisions}
-            views = {
-                "fact_result": ([p for p in self.gen.parts("fact_result") if p.key in batch], ""),
-                "fact_revision_member": ([p for p in self.gen.parts("fact_revision_member") if p.key in revisions], ""),
-            }
-            with narrowed(con, self.gen, views):
-                parts |= self._keyed_parts(table, stream(con, table), batch, names)
-        return [parts[key] for key in sorted(parts)]
-
-    def run_parts(self, con: duckdb.DuckDBPyConnection, table: str, run_points: list[Part], reach: int) -> list[Part]:
-        """One part of ``table`` per gh-pages run (``fact_run_step``: the steps into it,
-        ``fact_recent_point``: the recent levels at it), whose rows read the run's points and
-        those of up to ``reach`` runs before it per series. So a part is named by a digest chained
-        over the run point parts of every run up to its run, in upstream's order: a new run at the
-        end adds a part and carries the others; a changed run re-derives its part and those of
-        every run after it. Derived a batch of runs at a time over the run points their rows need
-        (``run_batches``)."""
-        runs = con.execute(runs_reaching(reach)).fetchall()
-        point_file = {p.key: p.file for p in run_points}
-        chained = chained_digests([(run, point_file[run]) for run, _, _ in runs])
-        names = {run: keyed_name(table, run, name) for run, name in chained.items()}
-        parts = self._unchanged(table, names)
-        source = model_sql(table).strip().removesuffix(";")
-        key = ORDER[table][0]
-        for heads, needed in run_batches(row for row in runs if row[0] not in parts):
-            con.register("head_run", pa.table({"run": pa.array(sorted(heads), pa.string())}))
-            views = {
-                "fact_run_point": ([p for p in run_points if p.key in needed], ""),
-                # decompose_points reads only the 'run' sides of side_points
-                "fact_recent_point": ([], ""),
-                "fact_build_point": ([], ""),
-            }
-            with narrowed(con, self.gen, views):
-                rows = stream(con, table, f"select * from ({source}\n) where {key} in (select run from head_run)")
-                parts |= self._keyed_parts(table, rows, heads, names)
-        return [parts[run] for run in sorted(parts)]
-
-    def _unchanged(self, table: str, names: dict[str, str]) -> dict[str, Part]:
-        """The published parts of ``table`` whose key still wants the same part (named by what
-        its rows come from): those are carried."""
-        held = {(p.key, p.file): p for p in self.prior.parts(table)} if self.prior else {}
-        wanted = {key: (key, part_file(table, name)) for key, name in names.items()}
-        return {key: held[want] for key, want in wanted.items() if want in held}
-
-    def _keyed_parts(
-        self, table: str, rows: pa.RecordBatchReader, keys: set[str], names: dict[str, str]
-    ) -> dict[str, Part]:
-        """A part of ``table`` per key of ``keys`` (a source, a run), written as its part of
-        ``names``, from ``rows`` sorted by the key (``ORDER``); a key without rows (a source
-        without a pair, a run without a step) gets an empty part, so it is not derived again."""
-        parts = {key: self._keyed_part(table, key, names[key], part) for key, part in grouped(rows, ORDER[table][0])}
-        return parts | {key: self._keyed_part(table, key, names[key], empty(table)) for key in keys - parts.keys()}
-
-    def _keyed_part(self, table: str, key: str, name: str, rows: pa.Table) -> Part:
-        """The part ``name``, written unless it exists: its name is a digest of what its rows
-        come from, so a file of that name holds these rows, and a published part is never
-        rewritten."""
-        if self.gens.storage.exists(file := part_file(table, name)):
-            return Part(key=key, file=file, rows=rows.num_rows)
-        return self.gens.write_part(table, key, name, rows)
-
-    def series(self, con: duckdb.DuckDBPyConnection) -> list[Part]:
-        """The published series and those of the new fact_result parts that it lacks."""
-        if self.prior is None:
-            return [self.content_part("dim_series", stream(con, "dim_series"))]
-        if not self.new_files:
-            return self.prior.parts("dim_series")
-        held = self.gens.read_table(self.prior, "dim_series").cast(SCHEMAS["dim_series"])
-        with narrowed(con, self.gen, {"fact_result": (self.new_files, "")}):
-            found = derive(con, "dim_series")
-        added = found.filter(pc.invert(pc.is_in(found["series_digest"], held["series_digest"])))
-        return [self.content_part("dim_series", in_order("dim_series", pa.concat_tables([held, added])))]
-
-    def series_spreads(self, con: duckdb.DuckDBPyConnection, run_steps: list[Part]) -> list[Part]:
-        """The series of the sweeps whose run steps changed, or that have a series new to the
-        table, re-derived (a sweep's spread reads every step of its series); the others carried."""
-        if self.prior is None:
-            return [self.content_part("fact_series_spread", stream(con, "fact_series_spread"))]
-        before = {p.file: p for p in self.prior.parts("fact_run_step")}
-        after = {p.file: p for p in run_steps}
-        changed = [p for f, p in after.items() if f not in before] + [p for f, p in before.items() if f not in after]
-        con.register("changed_step", self.gens.read_parts("fact_run_step", changed, ["sweep_key"]))
-        held = parts_select("fact_series_spread", self.prior.parts("fact_series_spread"))
-        con.execute(f"create or replace temp table series_spread_rows as {held}")
-        con.execute(
-            "create or replace temp table touched_sweep as select sweep_key from changed_step union "
-            "select sweep_key from dim_series anti join series_spread_rows using (series_digest)"
-        )
-        in_touched = "sweep_key in (select sweep_key from touched_sweep)"
-        con.execute(f"delete from series_spread_rows where {in_touched}")
-        try:
-            views = {"fact_run_step": (run_steps, in_touched), "dim_series": (self.gen.parts("dim_series"), in_touched)}
-            with narrowed(con, self.gen, views):
-                con.execute(f"insert into series_spread_rows by name {model_sql('fact_series_spread')}")
-            rows = stream(con, "fact_series_spread", "select * from series_spread_rows")
-            return [self.content_part("fact_series_spread", rows)]
-        finally:
-            con.execute("drop table series_spread_rows")
-            con.execute("drop table touched_sweep")
-
-    def build_points(self, con: duckdb.DuckDBPyConnection, run_points: list[Part]) -> list[Part]:
-        """One part per build. The builds whose points changed re-derived; the other builds'
-        parts carried. From scratch, every build, a batch of builds at a time: the model's
-        medians and source lists hold all of a group's points, which at 10^7 results overflow
-        DuckDB's memory limit in one query."""
-        if self.prior is None:
-            parts, batches = {}, build_batches(con)
-        else:
-            touched = set(self._touched_builds(run_points).to_pylist())
-            builds = set(con.sql("select build from dim_build").to_arrow_table()["build"].to_pylist())
-            parts = {p.key: p for p in self.prior.parts("fact_build_point") if p.key in builds - touched}
-            batches = build_batches(con, touched)
-        for batch in batches:
-            parts |= self._derive_builds(con, run_points, batch)
-        return [parts[build] for build in sorted(parts)]
-
-    def _derive_builds(
-        self, con: duckdb.DuckDBPyConnection, run_points: list[Part], builds: pa.Array
-    ) -> dict[str, Part]:
-        """fact_build_point's parts of ``builds``: the model over views narrowed to their points."""
-        con.register("touched_build", pa.table({"build": builds}))
-        views = {
-            "fact_run_point": (run_points, "build in (select build from touched_build)"),
-            # A main-branch or imported row stands for its version's release build.
-            "fact_result": (
-                self.gen.parts("fact_result"),
-                "source <> 'gh-pages' and liger_version in (select build from touched_build)",
-            ),
-        }
-        source = model_sql("fact_build_point").strip().removesuffix(";")
-        with narrowed(con, self.gen, views):
-            rows = f"select * from ({source}\n) where build in (select build from touched_build)"
-            return self._content_parts("fact_build_point", stream(con, "fact_build_point", rows))
-
-    def build_steps(self, con: duckdb.DuckDBPyConnection, run_points: list[Part]) -> list[Part]:
-        """One part per head build: the pairs of consecutive builds into it. A head is re-derived
-        when a build on either side of one of its pairs was touched or its pairs changed (a
-        series' builds gained or lost one between two others); the other heads' parts are
-        carried (a pair's rows read only its two builds' points). From scratch, a batch of head
-        builds at a time, as fact_build_point. The builds' order (``series_builds``, a window
-        over every build point) is computed once; each batch decomposes over the points of its
-        pairs' builds only."""
-        con.execute("create or replace temp table series_build_rows as select * from series_builds")
-        con.execute("create or replace view series_builds as select * from series_build_rows")
-        try:
-            steps = con.sql(
-                "select distinct prev_build, build from series_build_rows where prev_build is not null"
-            ).to_arrow_table()
-            con.register("build_step", steps)
-            if self.prior is None:
-                parts, batches = {}, build_batches(con)
-            else:
-                redo = self._redone_heads(con, run_points)
-                held = {p.key: p for p in self.prior.parts("fact_build_step")}
-                heads = set(steps["build"].to_pylist())
-                parts = {head: held[head] for head in heads - redo if head in held}
-                batches = build_batches(con, redo)
-            for batch in batches:
-                parts |= self._derive_steps(con, batch)
-            return [parts[head] for head in sorted(parts)]
-        finally:
-            con.execute((SQL_DIR / "views" / "series_builds.sql").read_text())
-            con.execute("drop table series_build_rows")
-
-    def _redone_heads(self, con: duckdb.DuckDBPyConnection, run_points: list[Part]) -> set[str]:
-        """The head builds whose pairs (``build_step``) include a touched build, or differ from
-        the pairs the published table holds for them."""
-        con.register("touched_build", pa.table({"build": self._touched_builds(run_points)}))
-        held = parts_select("fact_build_step", self.prior.parts("fact_build_step"))
-        redo = con.sql(
-            f"""
-            with held as (select distinct base_build as prev_build, head_build as build from ({held}))
-            select build from build_step
-            where build in (select build from touched_build) or prev_build in (select build from touched_build)
-            union
-            select build from (select * from build_step except select * from held)
-            union
-            select build from (select * from held except select * from build_step)
-            where build in (select build from build_step)
-            """
-        )
-        return set(redo.to_arrow_table()["build"].to_pylist())
-
-    def _derive_steps(self, con: duckdb.DuckDBPyConnection, heads: pa.Array) -> dict[str, Part]:
-        """fact_build_step's parts of ``heads``: the model over the build points of those heads
-        and the builds their pairs start from (a pair's decomposition reads only its two builds'
-        points, so pairs with a build left out give no rows)."""
-        con.register("touched_build", pa.table({"build": heads}))
-        builds = set(heads.to_pylist()) | set(
-            con.sql("select prev_build from build_step where build in (select build from touched_build)")
-            .to_arrow_table()["prev_build"]
-            .to_pylist()
-        )
-        views = {
-            "fact_build_point": ([p for p in self.gen.parts("fact_build_point") if p.key in builds], ""),
-            "fact_run_point": ([], ""),  # decompose_points reads only the 'build' sides
-            "fact_recent_point": ([], ""),
-        }
-        source = model_sql("fact_build_step").strip().removesuffix(";")
-        with narrowed(con, self.gen, views):
-            rows = f"select * from ({source}\n) where head_build in (select build from touched_build)"
-            return self._content_parts("fact_build_step", stream(con, "fact_build_step", rows))
-
-    def _content_parts(self, table: str, rows: pa.RecordBatchReader) -> dict[str, Part]:
-        """A part of ``table`` per build in ``rows`` (sorted by it: its first ``ORDER`` column),
-        named by its content and keyed by the build."""
-        return {
-            build: replace(self.gens.write_content_part(table, part, part_folder(table, build)), key=build)
-            for build, part in grouped(rows, ORDER[table][0])
-        }
-
-    def _touched_builds(self, run_points: list[Part]) -> pa.Array:
-        """Builds of run parts that came or went, and the versions (their release builds) of
-        main-branch or imported rows in fact_result parts that came or went. Read from those
-        parts once: fact_build_point and fact_build_step both ask."""
-        if self.touched is None:
-            self.touched = self._read_touched_builds(run_points)
-        return self.touched
-
-    def _read_touched_builds(self, run_points: list[Part]) -> pa.Array:
-        before = {p.file: p for p in self.prior.parts("fact_run_point")}
-        after = {p.file: p for p in run_points}
-        changed_runs = [p for f, p in after.items() if f not in before] + [
-            p for f, p in before.items() if f not in after
-        ]
-        builds = self.gens.read_parts("fact_run_point", changed_runs, ["build"])["build"]
-        rows = self.gens.read_parts("fact_result", self.new_files + self.gone_files, ["source", "liger_version"])
-        versions = rows.filter(pc.not_equal(rows["source"], "gh-pages"))["liger_version"]
-        return pa.array(sorted(set(builds.to_pylist()) | set(versions.to_pylist())), pa.string())
-
-    def content_part(self, table: str, data: pa.Table | pa.RecordBatchReader) -> Part:
-        # Keyed by the derivation version: a later refresh carries it only under the same SQL.
-        return replace(self.gens.write_content_part(table, data), key=derivation_version())
+from liger_warehouse.analysis.incremental import Incremental
+from liger_warehouse.analysis.model_rows import model_reads, stream
+from liger_warehouse.analysis.part_inputs import source_inputs
+from liger_warehouse.model.tables import SQL_MODELS
+from liger_warehouse.serve.database import create_views, open_duckdb
+from liger_warehouse.serve.table_views import table_view_sql
+from liger_warehouse.store.generations import Generation, GenerationStore, Part
 
 
 def add_to_generation(
@@ -361,7 +34,7 @@ def add_to_generation(
     What the published parent already derived is carried where its inputs are unchanged
     (``from_scratch`` derives everything anew; the rows are the same either way). ``seconds``,
     when given, receives how long each table took (derived or carried)."""
-    incremental = _Incremental.of(gens, gen, from_scratch)
+    incremental = Incremental.of(gens, gen, from_scratch)
     tables: dict[str, list[Part]] = {}
     with open_duckdb(gens.storage) as con:
         create_views(con, gen, reads=model_reads())
@@ -380,12 +53,14 @@ def add_to_generation(
             elif name == "fact_build_step":
                 parts = incremental.build_steps(con, tables["fact_run_point"])
             elif name == "fact_recent_point":
-                recent = con.execute("select verdict_rule().recent_runs").fetchone()[0]
+                [(recent,)] = con.execute("select verdict_rule().recent_runs").fetchall()
                 parts = incremental.run_parts(con, name, tables["fact_run_point"], recent - 1)
             elif name == "fact_run_step":
                 parts = incremental.run_parts(con, name, tables["fact_run_point"], 1)
             elif name == "fact_series_spread":
                 parts = incremental.series_spreads(con, tables["fact_run_step"])
+            elif name == "fact_speedup_spread":
+                parts = incremental.speedup_spreads(con, tables["fact_run_point"])
             else:
                 parts = [incremental.content_part(name, stream(con, name))]
             tables[name] = parts

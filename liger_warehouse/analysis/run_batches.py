@@ -7,6 +7,12 @@ the same series, up to ``reach`` of them per series: one for a run step (the run
 of those runs and of the runs they reach back to. Whole, at 10^7 results, the run steps ran out
 of DuckDB's 1 GB limit after spilling 39 GB, and so did the busiest GPU's series alone (6.3M
 steps); a batch at a time, each query holds about ``BATCH_POINTS`` run points.
+
+Which runs each run reaches back to is itself a window over every run point (``runs_reaching``).
+A refresh that appends runs after every run it carries asks only for the appended runs
+(``appended_reaching``): the latest runs before them that hold each of their series, a top-n per
+series instead of a window over the whole history (at 1,000 revisions, 1.1 s instead of 4.9-7.3 s
+per table).
 """
 
 from __future__ import annotations
@@ -36,6 +42,56 @@ def runs_reaching(reach: int) -> str:
     from ordered
     group by run
     order by min(seq), run
+    """
+
+
+def run_order() -> str:
+    """Each gh-pages run with run points, in upstream's order: the runs and the order of
+    ``runs_reaching``, read from the revisions alone."""
+    return """
+    select run, min(seq) as seq
+    from dim_upstream_revision
+    where source = 'gh-pages' and run in (select run from run_with_points)
+    group by run
+    order by seq, run
+    """
+
+
+def appended_reaching(reach: int) -> str:
+    """For the runs of ``appended_run`` (which come after every other run with points), each run
+    with its run points and runs to read with them: the ``reach`` latest other runs that hold
+    each of its series, and the appended runs. That holds every run ``runs_reaching`` gives
+    them (a series' latest holders before the appended runs are the ones its rows reach back
+    to); a run it adds holds only series whose nearer holders are there too, so a series'
+    rows see the same runs before them."""
+    return f"""
+    with run_seq as (
+        select run, min(seq) as seq
+        from dim_upstream_revision
+        where source = 'gh-pages'
+        group by run
+    ),
+    head as (
+        select run, series_digest
+        from fact_run_point
+        where run in (select run from appended_run)
+    ),
+    latest as (
+        select p.series_digest, max_by(p.run, (s.seq, p.run), {int(reach)}) as runs
+        from fact_run_point as p
+        join run_seq as s using (run)
+        where p.run not in (select run from appended_run)
+            and p.series_digest in (select series_digest from head)
+        group by p.series_digest
+    )
+    select
+        h.run,
+        count(*) as points,
+        list_distinct(flatten(list(coalesce(l.runs, [])))) || (select list(run) from appended_run) as earlier
+    from head as h
+    left join latest as l using (series_digest)
+    group by h.run
+    order by h.run
     """
 
 

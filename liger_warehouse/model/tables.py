@@ -42,6 +42,11 @@ DECOMPOSED = [
     ("sweep_series", pa.int64()),
     *((log, pa.float64()) for log in ("own_log", "sweep_own_log", "residual_log")),
 ]
+# A pairing's spread (sql/derived/fact_speedup_spread.sql), which fact_speedup_noise pools.
+SPEEDUP_SPREAD = [
+    *((f"{side}_series_digest", DIGEST) for side in ("liger", "baseline")),
+    *(("metric", pa.string()), ("history", pa.int64()), ("spread", pa.float64())),
+]
 SCHEMAS: dict[str, pa.Schema] = {
     "dim_protocol": pa.schema(
         [
@@ -351,17 +356,8 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("detectable_change", pa.float64()),
         ]
     ),
-    "fact_speedup_noise": pa.schema(
-        [
-            ("liger_series_digest", DIGEST),
-            ("baseline_series_digest", DIGEST),
-            ("metric", pa.string()),
-            ("history", pa.int64()),
-            ("spread", pa.float64()),
-            ("pool", pa.float64()),
-            ("noise", pa.float64()),
-        ]
-    ),
+    "fact_speedup_spread": pa.schema(SPEEDUP_SPREAD),
+    "fact_speedup_noise": pa.schema([*SPEEDUP_SPREAD, ("pool", pa.float64()), ("noise", pa.float64())]),
     "digest_migration": pa.schema(
         [
             ("kind", pa.string()),
@@ -380,7 +376,8 @@ TABLES = tuple(SCHEMAS)
 # may read the ones before it.
 SQL_MODELS = (
     *("dim_series", "dim_build", "fact_run_point", "fact_recent_point", "fact_build_point", "fact_build_step"),
-    *("fact_speedup_pair", "fact_run_step", "fact_series_spread", "fact_series_noise", "fact_speedup_noise"),
+    *("fact_speedup_pair", "fact_run_step", "fact_series_spread", "fact_series_noise", "fact_speedup_spread"),
+    "fact_speedup_noise",
 )
 # Written by the change point detection (analysis/change_points.py).
 CHANGE_POINT_TABLES = ("fact_change_point", "change_point_state")

@@ -3,50 +3,14 @@
 -- from one gh-pages run to the next. Materialized at publish (a derived table); the `speedups`
 -- winner reads it (docs/VERDICTS.md).
 --
--- `spread` is the robust scale of one run's log speedup: median |step| / 0.6745 / sqrt(2) over
--- the steps between consecutive runs that hold both (`history`). Like a series' noise it is
--- pulled toward the median of the pairings of its metric with the weight of
--- `verdict_rule().prior_steps` steps; `noise` is the result.
--- reads: dim_series, fact_run_point, verdict_rule
-with point as (
-    select p.run, p.run_seq, p.series_digest, p.p50, s.point_key, s.metric, s.is_liger
-    from fact_run_point as p
-    join dim_series as s using (series_digest)
-    where p.p50 > 0
-),
-pairing as (
-    select
-        l.series_digest as liger_series_digest,
-        b.series_digest as baseline_series_digest,
-        l.metric,
-        run,
-        l.run_seq,
-        ln(b.p50 / l.p50) as log_speedup
-    from point as l
-    join point as b using (run, point_key)
-    where l.is_liger and not b.is_liger
-),
-step as (
-    select
-        *,
-        log_speedup - lag(log_speedup) over (
-            partition by liger_series_digest, baseline_series_digest order by run_seq, run
-        ) as step
-    from pairing
-),
-own as (
-    select
-        liger_series_digest,
-        baseline_series_digest,
-        any_value(metric) as metric,
-        count(step) as history,
-        median(abs(step)) / 0.6744897501960817 / sqrt(2) as spread
-    from step
-    group by liger_series_digest, baseline_series_digest
-),
-pooled as (
+-- Each pairing's `spread` (`fact_speedup_spread`) is pulled toward the median of the pairings of
+-- its metric, as a series' noise is, with the weight of `verdict_rule().prior_steps` steps;
+-- `noise` is the result. One new run moves the pool, so this is derived whole: one pass over one
+-- row per pairing.
+-- reads: fact_speedup_spread, verdict_rule
+with pooled as (
     select metric, median(spread) filter (where history >= verdict_rule().min_history) as pool
-    from own
+    from fact_speedup_spread
     group by metric
 )
 select
@@ -60,5 +24,5 @@ select
         (o.history * coalesce(o.spread, 0) ^ 2 + verdict_rule().prior_steps * coalesce(p.pool, 0) ^ 2)
         / (o.history + verdict_rule().prior_steps)
     ) as noise
-from own as o
+from fact_speedup_spread as o
 left join pooled as p using (metric);
