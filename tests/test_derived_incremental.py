@@ -11,6 +11,7 @@ again from scratch over the published generation and compared with what the refr
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -100,20 +101,7 @@ def test_each_refresh_derives_what_it_touched_and_matches_a_derivation_from_scra
         previous, previous_pairs, previous_steps, previous_recent = run_parts, pair_parts, step_parts, recent_parts
         previous_builds, previous_heads = build_parts, head_parts
 
-        incremental = {name: gens.read_table(published, name) for name in SQL_MODELS}
-        scratch_gen = replace(  # staged on the published generation, so it may be re-staged
-            published,
-            id=f"{published.id}-scratch",
-            parent=published.id,
-            tables={t: p for t, p in published.tables.items() if t not in SQL_MODELS},
-        )
-        scratch_parts = derived.add_to_generation(gens, scratch_gen, from_scratch=True)
-        for name in SQL_MODELS:
-            assert [(p.key, p.file, p.rows) for p in scratch_parts[name]] == [
-                (p.key, p.file, p.rows) for p in published.parts(name)
-            ], name
-            assert gens.read_table(scratch_gen, name).equals(incremental[name]), name
-            assert incremental[name].num_rows > 0, name
+        incremental, scratch_gen, scratch_parts = _as_from_scratch(gens, published)
         # the per-run tables are derived a batch of runs at a time, into a part per run: the same
         # rows as their models over every run point in one query
         with open_duckdb(gens.storage) as con:
@@ -131,6 +119,47 @@ def test_each_refresh_derives_what_it_touched_and_matches_a_derivation_from_scra
         assert batched == scratch_parts
         # after the derivation from scratch, which writes the same files again
         written = {f: (root / f).stat().st_mtime_ns for f in run_parts.values()}
+
+
+def _as_from_scratch(gens: GenerationStore, published: generations.Generation) -> tuple:
+    """Every SQL model of ``published`` equals a derivation from scratch over its facts, part for
+    part and row for row: the tables, the generation derived from scratch and its parts."""
+    incremental = {name: gens.read_table(published, name) for name in SQL_MODELS}
+    scratch_gen = replace(  # staged on the published generation, so it may be re-staged
+        published,
+        id=f"{published.id}-scratch",
+        parent=published.id,
+        tables={t: p for t, p in published.tables.items() if t not in SQL_MODELS},
+    )
+    scratch_parts = derived.add_to_generation(gens, scratch_gen, from_scratch=True)
+    for name in SQL_MODELS:
+        assert [(p.key, p.file, p.rows) for p in scratch_parts[name]] == [
+            (p.key, p.file, p.rows) for p in published.parts(name)
+        ], name
+        assert gens.read_table(scratch_gen, name).equals(incremental[name]), name
+        assert incremental[name].num_rows > 0, name
+    return incremental, scratch_gen, scratch_parts
+
+
+def test_a_nightly_after_every_other_build_is_derived_from_its_series_latest_builds(tmp_path: Path):
+    """With main-branch rows of old versions only (the oldest commit of the main CSV), each new
+    nightly is the newest build: the refresh orders only that build's series after their latest
+    other build (``build_order.APPENDED_SERIES_BUILDS``), and every table still equals a
+    derivation from scratch."""
+    mirror = small_mirror(tmp_path / "mirror", commits=40, runs=7)
+    for listing in (mirror / "commits").glob("*.json"):  # the main CSV's oldest commit only
+        oldest = json.loads(listing.read_text())[-1:] if listing.stem == "all_benchmark_data" else []
+        listing.write_text(json.dumps(oldest))
+    root = tmp_path / "warehouse"
+    gens = GenerationStore(Storage(str(root)))
+    for runs in LISTINGS[:3]:
+        _list_runs(mirror, runs)
+        assert refresh(root, upstream=str(mirror)).result.success
+        published = gens.current()
+        builds = gens.read_table(published, "dim_build").sort_by("build_rank")["build"].to_pylist()
+        if runs[-1] != "81f932a-v0.6.5":
+            assert builds[-1].endswith("." + runs[-1]), builds[-3:]  # the new nightly ranks last
+        _as_from_scratch(gens, published)
 
 
 def test_a_content_part_is_the_same_bytes_however_its_rows_are_chunked(tmp_path: Path, monkeypatch):

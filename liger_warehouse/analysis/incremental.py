@@ -44,6 +44,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from liger_warehouse.analysis.build_order import APPENDED_SERIES_BUILDS, appended_builds
 from liger_warehouse.analysis.model_rows import (
     ORDER,
     derivation_version,
@@ -293,20 +294,26 @@ class Incremental:
         carried (a pair's rows read only its two builds' points). From scratch, a batch of head
         builds at a time, as fact_build_point. The builds' order (``series_builds``, a window
         over every build point) is computed once; each batch decomposes over the points of its
-        pairs' builds only."""
-        con.execute("create or replace temp table series_build_rows as select * from series_builds")
+        pairs' builds only. When the touched builds come after every other build (a refresh that
+        appends a nightly), only their series are ordered, after their latest other build."""
+        appended = None if self.prior is None else appended_builds(con, self._touched_builds(run_points))
+        rows = "select * from series_builds" if appended is None else APPENDED_SERIES_BUILDS
+        con.execute(f"create or replace temp table series_build_rows as {rows}")
         con.execute("create or replace view series_builds as select * from series_build_rows")
         try:
             steps = con.sql(
                 "select distinct prev_build, build from series_build_rows where prev_build is not null"
             ).to_arrow_table()
             con.register("build_step", steps)
+            heads = set(steps["build"].to_pylist())
             if self.prior is None:
                 parts, batches = {}, build_batches(con)
+            elif appended is not None:
+                parts = {p.key: p for p in self.prior.parts("fact_build_step") if p.key not in appended}
+                batches = build_batches(con, heads)
             else:
                 redo = self._redone_heads(con, run_points)
                 held = {p.key: p for p in self.prior.parts("fact_build_step")}
-                heads = set(steps["build"].to_pylist())
                 parts = {head: held[head] for head in heads - redo if head in held}
                 batches = build_batches(con, redo)
             for batch in batches:

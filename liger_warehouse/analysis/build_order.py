@@ -1,0 +1,58 @@
+"""The builds a refresh appends, and the order of their series' builds.
+
+``fact_build_step`` pairs each series' consecutive builds in release order (``series_builds``: a
+window over every build point). A refresh usually touches only the newest build (a nightly run
+adds one); when every build it touches ranks after every other build, the other builds keep
+their pairs, and a touched build's series step from their latest other build. So only the
+touched builds' series are ordered (``APPENDED_SERIES_BUILDS``), not the whole history.
+"""
+
+from __future__ import annotations
+
+import duckdb
+import pyarrow as pa
+
+# ``series_builds``' rows for the series of ``touched_build`` when those builds rank after every other:
+# their points, each series' latest point in another build, and the step between them.
+APPENDED_SERIES_BUILDS = """
+with ranked as (
+    select p.series_digest, p.build, b.build_rank, p.build in (select build from touched_build) as touched
+    from fact_build_point as p
+    join dim_build as b using (build)
+),
+head as (
+    select series_digest, build, build_rank from ranked where touched
+),
+latest as (
+    select series_digest, max_by(build, build_rank) as build, max(build_rank) as build_rank
+    from ranked
+    where not touched and series_digest in (select series_digest from head)
+    group by series_digest
+),
+side as (
+    select * from head
+    union all
+    select * from latest
+)
+select
+    series_digest,
+    build,
+    build_rank,
+    lag(build) over (partition by series_digest order by build_rank) as prev_build
+from side
+"""
+
+
+def appended_builds(con: duckdb.DuckDBPyConnection, touched: pa.Array) -> set[str] | None:
+    """The builds of ``touched`` (registered as ``touched_build``) when they all rank after every
+    other build of ``dim_build``; None when one of them is gone or ranks among the others (its
+    neighbours' pairs may change)."""
+    ranks = dict(con.execute("select build, build_rank from dim_build").fetchall())
+    appended = set(touched.to_pylist())
+    if not appended or not appended <= ranks.keys():
+        return None
+    others = [rank for build, rank in ranks.items() if build not in appended]
+    if others and max(others) > min(ranks[build] for build in appended):
+        return None
+    con.register("touched_build", pa.table({"build": touched}))
+    return appended
