@@ -44,9 +44,9 @@ from side
 
 
 def appended_builds(con: duckdb.DuckDBPyConnection, touched: pa.Array) -> set[str] | None:
-    """The builds of ``touched`` (registered as ``touched_build``) when they all rank after every
-    other build of ``dim_build``; None when one of them is gone or ranks among the others (its
-    neighbours' pairs may change)."""
+    """The builds of ``touched`` when they all rank after every other build of ``dim_build``
+    (``APPENDED_SERIES_BUILDS`` then orders their series, read as ``touched_build``); None when
+    one of them is gone or ranks among the others (its neighbours' pairs may change)."""
     ranks = dict(con.execute("select build, build_rank from dim_build").fetchall())
     appended = set(touched.to_pylist())
     if not appended or not appended <= ranks.keys():
@@ -54,5 +54,4 @@ def appended_builds(con: duckdb.DuckDBPyConnection, touched: pa.Array) -> set[st
     others = [rank for build, rank in ranks.items() if build not in appended]
     if others and max(others) > min(ranks[build] for build in appended):
         return None
-    con.register("touched_build", pa.table({"build": touched}))
     return appended

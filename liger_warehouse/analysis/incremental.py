@@ -65,7 +65,7 @@ from liger_warehouse.analysis.part_inputs import (
     part_folder,
     sized_batches,
 )
-from liger_warehouse.analysis.run_batches import appended_reaching, run_batches, run_order, runs_reaching
+from liger_warehouse.analysis.run_batches import RUN_SEQ, appended_reaching, run_batches, runs_reaching
 from liger_warehouse.model.tables import SCHEMAS, empty
 from liger_warehouse.serve.database import SQL_DIR
 from liger_warehouse.serve.table_views import parts_select
@@ -129,8 +129,8 @@ class Incremental:
         every run after it. Derived a batch of runs at a time over the run points their rows need
         (``run_batches``)."""
         point_file = {p.key: p.file for p in run_points if p.rows}
-        con.register("run_with_points", pa.table({"run": pa.array(sorted(point_file), pa.string())}))
-        order = [run for run, _ in con.execute(run_order()).fetchall()]
+        # the runs and the order of ``runs_reaching``, read from the revisions alone
+        order = [run for run, _ in con.execute(f"{RUN_SEQ} order by seq, run").fetchall() if run in point_file]
         chained = chained_digests([(run, point_file[run]) for run in order])
         names = {run: keyed_name(table, run, name) for run, name in chained.items()}
         parts = self._unchanged(table, names)
@@ -297,6 +297,8 @@ class Incremental:
         pairs' builds only. When the touched builds come after every other build (a refresh that
         appends a nightly), only their series are ordered, after their latest other build."""
         appended = None if self.prior is None else appended_builds(con, self._touched_builds(run_points))
+        if appended is not None:
+            con.register("touched_build", pa.table({"build": sorted(appended)}))
         rows = "select * from series_builds" if appended is None else APPENDED_SERIES_BUILDS
         con.execute(f"create or replace temp table series_build_rows as {rows}")
         con.execute("create or replace view series_builds as select * from series_build_rows")

@@ -45,16 +45,13 @@ def runs_reaching(reach: int) -> str:
     """
 
 
-def run_order() -> str:
-    """Each gh-pages run with run points, in upstream's order: the runs and the order of
-    ``runs_reaching``, read from the revisions alone."""
-    return """
+# Each gh-pages run's place in upstream's list (a run listed twice: its first place).
+RUN_SEQ = """
     select run, min(seq) as seq
     from dim_upstream_revision
-    where source = 'gh-pages' and run in (select run from run_with_points)
+    where source = 'gh-pages'
     group by run
-    order by seq, run
-    """
+"""
 
 
 def appended_reaching(reach: int) -> str:
@@ -65,12 +62,7 @@ def appended_reaching(reach: int) -> str:
     to); a run it adds holds only series whose nearer holders are there too, so a series'
     rows see the same runs before them."""
     return f"""
-    with run_seq as (
-        select run, min(seq) as seq
-        from dim_upstream_revision
-        where source = 'gh-pages'
-        group by run
-    ),
+    with run_seq as ({RUN_SEQ}),
     head as (
         select run, series_digest
         from fact_run_point
