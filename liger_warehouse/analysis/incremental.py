@@ -206,10 +206,7 @@ class Incremental:
         table, re-derived (a sweep's spread reads every step of its series); the others carried."""
         if self.prior is None:
             return [self.content_part("fact_series_spread", stream(con, "fact_series_spread"))]
-        before = {p.file: p for p in self.prior.parts("fact_run_step")}
-        after = {p.file: p for p in run_steps}
-        changed = [p for f, p in after.items() if f not in before] + [p for f, p in before.items() if f not in after]
-        con.register("changed_step", self.gens.read_parts("fact_run_step", changed, ["sweep_key"]))
+        con.register("changed_step", self._changed_rows("fact_run_step", run_steps, ["sweep_key"]))
         held = parts_select("fact_series_spread", self.prior.parts("fact_series_spread"))
         con.execute(
             "create or replace temp table touched_sweep as select sweep_key from changed_step union "
@@ -228,7 +225,7 @@ class Incremental:
         only when it holds both); the others carried."""
         if self.prior is None:
             return [self.content_part("fact_speedup_spread", stream(con, "fact_speedup_spread"))]
-        changed = self.gens.read_parts("fact_run_point", self._changed_run_points(run_points), ["series_digest"])
+        changed = self._changed_rows("fact_run_point", run_points, ["series_digest"])
         con.register("changed_point", changed)
         con.execute("create or replace temp table touched_series as select distinct series_digest from changed_point")
         touched = "{} in (select series_digest from touched_series)"
@@ -381,17 +378,18 @@ class Incremental:
         return self.touched
 
     def _read_touched_builds(self, run_points: list[Part]) -> pa.Array:
-        builds = self.gens.read_parts("fact_run_point", self._changed_run_points(run_points), ["build"])["build"]
+        builds = self._changed_rows("fact_run_point", run_points, ["build"])["build"]
         rows = self.gens.read_parts("fact_result", self.new_files + self.gone_files, ["source", "liger_version"])
         versions = rows.filter(pc.not_equal(rows["source"], "gh-pages"))["liger_version"]
         return pa.array(sorted(set(builds.to_pylist()) | set(versions.to_pylist())), pa.string())
 
-    def _changed_run_points(self, run_points: list[Part]) -> list[Part]:
-        """The run point parts that came (``run_points`` has them, the published table not) or
-        went."""
-        before = {p.file: p for p in self.prior.parts("fact_run_point")}
-        after = {p.file: p for p in run_points}
-        return [p for f, p in after.items() if f not in before] + [p for f, p in before.items() if f not in after]
+    def _changed_rows(self, table: str, parts: list[Part], columns: list[str]) -> pa.Table:
+        """``columns`` of the parts of ``table`` that came (``parts`` has them, the published
+        table not) or went."""
+        before = {p.file: p for p in self.prior.parts(table)}
+        after = {p.file: p for p in parts}
+        changed = [p for f, p in after.items() if f not in before] + [p for f, p in before.items() if f not in after]
+        return self.gens.read_parts(table, changed, columns)
 
     def content_part(self, table: str, data: pa.Table | pa.RecordBatchReader) -> Part:
         # Keyed by the derivation version: a later refresh carries it only under the same SQL.
