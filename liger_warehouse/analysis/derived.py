@@ -48,8 +48,8 @@ def add_to_generation(
                 parts = incremental.source_parts(con, name, sources)
             elif name == "dim_series":
                 parts = incremental.series(con)
-            elif name == "fact_build_point":
-                parts = incremental.build_points(con, tables["fact_run_point"])
+            elif name in ("fact_build_point", "fact_speedup_point"):
+                parts = incremental.build_parts(con, name, tables["fact_run_point"])
             elif name == "fact_build_step":
                 parts = incremental.build_steps(con, tables["fact_run_point"])
             elif name == "fact_recent_point":

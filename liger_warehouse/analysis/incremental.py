@@ -250,39 +250,42 @@ class Incremental:
         finally:
             con.execute("drop table rederived_rows")
 
-    def build_points(self, con: duckdb.DuckDBPyConnection, run_points: list[Part]) -> list[Part]:
-        """One part per build. The builds whose points changed re-derived; the other builds'
-        parts carried. From scratch, every build, a batch of builds at a time: the model's
-        medians and source lists hold all of a group's points, which at 10^7 results overflow
-        DuckDB's memory limit in one query."""
+    def build_parts(self, con: duckdb.DuckDBPyConnection, table: str, run_points: list[Part]) -> list[Part]:
+        """One part of ``table`` (``fact_build_point``, ``fact_speedup_point``) per build, whose
+        rows read only what stands for that build. The builds whose points changed re-derived;
+        the other builds' parts carried. From scratch, every build, a batch of builds at a time:
+        the model's medians and source lists hold all of a group's points, which at 10^7 results
+        overflow DuckDB's memory limit in one query."""
         if self.prior is None:
             parts, batches = {}, build_batches(con)
         else:
             touched = set(self._touched_builds(run_points).to_pylist())
             builds = set(con.sql("select build from dim_build").to_arrow_table()["build"].to_pylist())
-            parts = {p.key: p for p in self.prior.parts("fact_build_point") if p.key in builds - touched}
+            parts = {p.key: p for p in self.prior.parts(table) if p.key in builds - touched}
             batches = build_batches(con, touched)
         for batch in batches:
-            parts |= self._derive_builds(con, run_points, batch)
+            parts |= self._derive_builds(con, table, run_points, batch)
         return [parts[build] for build in sorted(parts)]
 
     def _derive_builds(
-        self, con: duckdb.DuckDBPyConnection, run_points: list[Part], builds: pa.Array
+        self, con: duckdb.DuckDBPyConnection, table: str, run_points: list[Part], builds: pa.Array
     ) -> dict[str, Part]:
-        """fact_build_point's parts of ``builds``: the model over views narrowed to their points."""
+        """``table``'s parts of ``builds``: the model over views narrowed to what their rows read."""
         con.register("touched_build", pa.table({"build": builds}))
-        views = {
-            "fact_run_point": (run_points, "build in (select build from touched_build)"),
-            # A main-branch or imported row stands for its version's release build.
-            "fact_result": (
-                self.gen.parts("fact_result"),
-                "source <> 'gh-pages' and liger_version in (select build from touched_build)",
-            ),
-        }
-        source = model_sql("fact_build_point").strip().removesuffix(";")
+        in_batch = "build in (select build from touched_build)"
+        views = {"fact_speedup_pair": (self.gen.parts("fact_speedup_pair"), in_batch)}
+        if table == "fact_build_point":
+            views = {
+                "fact_run_point": (run_points, in_batch),
+                # A main-branch or imported row stands for its version's release build.
+                "fact_result": (
+                    self.gen.parts("fact_result"),
+                    "source <> 'gh-pages' and liger_version in (select build from touched_build)",
+                ),
+            }
+        source = model_sql(table).strip().removesuffix(";")
         with narrowed(con, self.gen, views):
-            rows = f"select * from ({source}\n) where build in (select build from touched_build)"
-            return self._content_parts("fact_build_point", stream(con, "fact_build_point", rows))
+            return self._content_parts(table, stream(con, table, f"select * from ({source}\n) where {in_batch}"))
 
     def build_steps(self, con: duckdb.DuckDBPyConnection, run_points: list[Part]) -> list[Part]:
         """One part per head build: the pairs of consecutive builds into it. A head is re-derived

@@ -34,6 +34,7 @@ ORDER = {
     "fact_build_point": ["build", "series_digest"],
     "fact_build_step": ["head_build", "base_build", "series_digest"],
     "fact_speedup_pair": ["source_key", "liger_result_digest", "baseline_result_digest"],
+    "fact_speedup_point": ["build", "liger_series_digest", "baseline_series_digest"],
     "fact_run_step": ["head_run", "series_digest"],
     "fact_series_spread": ["series_digest"],
     "fact_series_noise": ["series_digest"],

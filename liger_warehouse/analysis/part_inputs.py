@@ -24,6 +24,7 @@ BATCH_RESULTS = 500_000
 KEYED_PARTS = (
     "fact_run_point",
     "fact_speedup_pair",
+    "fact_speedup_point",
     "fact_recent_point",
     "fact_run_step",
     "fact_build_point",

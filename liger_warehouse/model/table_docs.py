@@ -57,6 +57,10 @@ DESCRIPTIONS = {
     "together (same GPU, workload, mode, metric and Liger version), with both p50s and the build the "
     "Liger result stands for: what speedups and speedup_history read. One part per source. Derived at "
     "publish by sql/derived/fact_speedup_pair.sql.",
+    "fact_speedup_point": "One row per pairing of a Liger series with a baseline series and build: "
+    "the median speedup over the pairs the build stands on (its runs, else its main-branch rows), how "
+    "many and which: what speedup_history reads. One part per build. Derived at publish by "
+    "sql/derived/fact_speedup_point.sql.",
     "fact_run_step": "One row per series and pair of consecutive gh-pages runs that hold it: the change "
     "between them split as fact_build_step splits a build step, which each series' noise is read from "
     "(the run_steps view serves it). One part per head run. Derived at publish by "

@@ -4,53 +4,20 @@
 -- A pairing is one Liger series against one baseline series (same kernel, mode, metric, GPU
 -- and workload); every speedup compares two results of one run, so host drift between builds
 -- cancels out. A build's speedup is the median over its runs (a release: its release run and
--- the other runs of its commit, else its main-branch snapshots; a nightly: its run), `runs`
--- counts them, and `winner` reads it as `speedups` does with the noise scaled for the runs.
+-- the other runs of its commit, else its main-branch snapshots; a nightly: its run), stored at
+-- publish in `fact_speedup_point`; `runs` counts them, and `winner` reads it as `speedups` does
+-- with the noise scaled for the runs.
 -- `change` is speedup / previous speedup - 1.
--- reads: dim_build, dim_series, fact_speedup_noise, fact_speedup_pair, regression_threshold, speedup, speedup_pool, speedup_winner
+-- reads: dim_build, dim_series, fact_speedup_noise, fact_speedup_point, regression_threshold, speedup_pool, speedup_winner
 create or replace view speedup_history as
--- Each pair's speedup, keyed by its pairing. The pairing's metric and baseline provider follow
--- from it; they are keys too so that a filter on them applies before the grouping.
-with placed as (
-    select
-        liger_series_digest,
-        baseline_series_digest,
-        metric,
-        baseline_provider,
-        build,
-        source = 'gh-pages' as from_run,
-        speedup(unit, liger_p50, baseline_p50) as speedup,
-        liger_p50,
-        baseline_p50,
-        revision
-    from fact_speedup_pair
-),
--- A build stands on its runs where the pairing has any there, else on its other snapshots.
-basis as (
-    select liger_series_digest, baseline_series_digest, metric, baseline_provider, build, bool_or(from_run) as from_run
-    from placed
-    group by all
-),
-points as (
-    select
-        liger_series_digest, baseline_series_digest, metric, baseline_provider, build,
-        median(speedup) as speedup,
-        median(liger_p50) as liger_p50,
-        median(baseline_p50) as baseline_p50,
-        count(*) as runs,
-        list(distinct revision order by revision) as sources
-    from placed
-    semi join basis using (liger_series_digest, baseline_series_digest, metric, baseline_provider, build, from_run)
-    group by all
-),
-judged as (
+with judged as (
     select
         p.*,
         b.build_rank,
         b.liger_version,
         coalesce(n.noise, pool.noise) as speedup_noise,
         speedup_winner(p.speedup, coalesce(n.noise, pool.noise), p.runs, regression_threshold()) as winner
-    from points as p
+    from fact_speedup_point as p
     join dim_build as b using (build)
     left join fact_speedup_noise as n using (liger_series_digest, baseline_series_digest)
     left join speedup_pool as pool on pool.metric = p.metric
