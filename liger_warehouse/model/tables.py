@@ -330,15 +330,10 @@ SCHEMAS: dict[str, pa.Schema] = {
     "fact_speedup_point": pa.schema(
         [
             ("build", pa.string()),
-            ("liger_series_digest", DIGEST),
-            ("baseline_series_digest", DIGEST),
-            ("metric", pa.string()),
-            ("baseline_provider", pa.string()),
-            ("speedup", pa.float64()),
-            ("liger_p50", pa.float64()),
-            ("baseline_p50", pa.float64()),
-            ("runs", pa.int64()),
-            ("sources", pa.list_(pa.string())),
+            *((f"{side}_series_digest", DIGEST) for side in ("liger", "baseline")),
+            *(("metric", pa.string()), ("baseline_provider", pa.string())),
+            *((name, pa.float64()) for name in ("speedup", "liger_p50", "baseline_p50")),
+            *(("runs", pa.int64()), ("sources", pa.list_(pa.string()))),
         ]
     ),
     "fact_series_spread": pa.schema(
@@ -391,8 +386,7 @@ TABLES = tuple(SCHEMAS)
 SQL_MODELS = (
     *("dim_series", "dim_build", "fact_run_point", "fact_recent_point", "fact_build_point", "fact_build_step"),
     *("fact_speedup_pair", "fact_speedup_point", "fact_run_step", "fact_series_spread", "fact_series_noise"),
-    "fact_speedup_spread",
-    "fact_speedup_noise",
+    *("fact_speedup_spread", "fact_speedup_noise"),
 )
 # Written by the change point detection (analysis/change_points.py).
 CHANGE_POINT_TABLES = ("fact_change_point", "change_point_state")
