@@ -273,16 +273,14 @@ class Incremental:
         """``table``'s parts of ``builds``: the model over views narrowed to what their rows read."""
         con.register("touched_build", pa.table({"build": builds}))
         in_batch = "build in (select build from touched_build)"
-        views = {"fact_speedup_pair": (self.gen.parts("fact_speedup_pair"), in_batch)}
-        if table == "fact_build_point":
-            views = {
-                "fact_run_point": (run_points, in_batch),
-                # A main-branch or imported row stands for its version's release build.
-                "fact_result": (
-                    self.gen.parts("fact_result"),
-                    "source <> 'gh-pages' and liger_version in (select build from touched_build)",
-                ),
-            }
+        # fact_build_point reads the run points and, for a release build, its version's other
+        # rows (main-branch or imported); fact_speedup_point reads the speedup pairs.
+        releases = "source <> 'gh-pages' and liger_version in (select build from touched_build)"
+        views = (
+            {"fact_run_point": (run_points, in_batch), "fact_result": (self.gen.parts("fact_result"), releases)}
+            if table == "fact_build_point"
+            else {"fact_speedup_pair": (self.gen.parts("fact_speedup_pair"), in_batch)}
+        )
         source = model_sql(table).strip().removesuffix(";")
         with narrowed(con, self.gen, views):
             return self._content_parts(table, stream(con, table, f"select * from ({source}\n) where {in_batch}"))

@@ -26,7 +26,7 @@ with placed as (
         revision
     from fact_speedup_pair
 ),
--- A build stands on its runs where the pairing has any there, else on its other snapshots.
+-- whether the pairing's point in the build stands on runs (see above)
 basis as (
     select liger_series_digest, baseline_series_digest, metric, baseline_provider, build, bool_or(from_run) as from_run
     from placed
