@@ -10,9 +10,9 @@ and subprocesses change it between calls). An empty variable counts as unset.
 from __future__ import annotations
 
 import os
+from typing import Annotated
 
-from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+import msgspec
 
 PREFIX = "LIGER_WAREHOUSE_"
 # Variable names, for code that sets them for a subprocess (tests, benchmarks).
@@ -29,42 +29,73 @@ CHANGE_POINT_WORKERS = f"{PREFIX}CHANGE_POINT_WORKERS"
 S3_ENDPOINT = f"{PREFIX}S3_ENDPOINT"
 FAILPOINT = f"{PREFIX}FAILPOINT"
 PAUSE = f"{PREFIX}PAUSE"
+# The fields that keep a variable's usual name.
+USUAL_NAMES = {
+    "github_token": "GITHUB_TOKEN",
+    "xdg_cache_home": "XDG_CACHE_HOME",
+    "dagster_home": "DAGSTER_HOME",
+}
 
 DEFAULT_UPSTREAM = "github:linkedin/Liger-Kernel"
 DEFAULT_API_BASE = "https://api.github.com"
 DEFAULT_RAW_BASE = "https://raw.githubusercontent.com"
 
 
-class Settings(BaseSettings):
-    """The warehouse's settings (README: Configuration)."""
+def _variable(field: str) -> str:
+    return USUAL_NAMES.get(field, f"{PREFIX}{field.upper()}")
 
-    model_config = SettingsConfigDict(env_prefix=PREFIX, env_ignore_empty=True, extra="ignore")
 
-    dir: str = Field("warehouse", description="The warehouse root: a directory or an object-store URI.")
-    upstream: str = Field(DEFAULT_UPSTREAM, description="github:OWNER/REPO or a mirror directory.")
+class Settings(msgspec.Struct, frozen=True, rename=_variable):
+    """The warehouse's settings (README: Configuration).
+
+    A msgspec Struct, not pydantic-settings: every command builds it, and pydantic's import
+    cost a reading command more than DuckDB's (docs/PERFORMANCE.md, "startup").
+    """
+
+    # The warehouse root: a directory or an object-store URI.
+    dir: str = "warehouse"
+    # github:OWNER/REPO or a mirror directory.
+    upstream: str = DEFAULT_UPSTREAM
     github_api: str = DEFAULT_API_BASE
     github_raw: str = DEFAULT_RAW_BASE
-    github_token: str | None = Field(None, validation_alias="GITHUB_TOKEN", repr=False)
+    github_token: str | None = None
     timeout_seconds: float = 30.0
     max_attempts: int = 5
     backoff_seconds: float = 1.0
     max_download_mb: int = 256
-    schedule: str = Field("0 2 * * *", description="The nightly refresh's cron schedule (UTC).")
-    executor: str = Field("in_process", description="The refresh job's executor: in_process or multiprocess.")
+    # The nightly refresh's cron schedule (UTC).
+    schedule: str = "0 2 * * *"
+    # The refresh job's executor: in_process or multiprocess.
+    executor: str = "in_process"
     max_concurrent: int = 4
-    cache_dir: str | None = Field(None, description="Local scratch space; else $XDG_CACHE_HOME/liger-warehouse.")
-    xdg_cache_home: str | None = Field(None, validation_alias="XDG_CACHE_HOME")
+    # Local scratch space; else $XDG_CACHE_HOME/liger-warehouse.
+    cache_dir: str | None = None
+    xdg_cache_home: str | None = None
     duckdb_memory_limit: str | None = None
-    change_point_workers: int | None = Field(
-        None, ge=1, description="Processes that compute change points in a refresh; else one per core."
-    )
+    # Processes that compute change points in a refresh; else one per core.
+    change_point_workers: Annotated[int, msgspec.Meta(ge=1)] | None = None
     s3_endpoint: str | None = None
-    dagster_home: str | None = Field(None, validation_alias="DAGSTER_HOME")
+    dagster_home: str | None = None
+
+    def __repr__(self) -> str:
+        # Keeps the token out of logs and tracebacks that print the settings.
+        shown = (f"{name}={value!r}" for name, value in msgspec.structs.asdict(self).items() if name != "github_token")
+        return f"Settings({', '.join(shown)})"
+
+
+class SettingsError(ValueError):
+    """An environment variable the warehouse reads has a value it cannot take."""
 
 
 def current() -> Settings:
     """The settings as the environment has them now."""
-    return Settings()
+    names = {_variable(field) for field in Settings.__struct_fields__}
+    given = {name: value for name, value in os.environ.items() if name in names and value}
+    try:
+        # strict=False: a variable's text becomes the field's int or float.
+        return msgspec.convert(given, Settings, strict=False)
+    except msgspec.ValidationError as exc:
+        raise SettingsError(f"invalid environment variable: {exc}") from None
 
 
 def fault_injection() -> tuple[str | None, str | None]:

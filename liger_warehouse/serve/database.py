@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import re
+import tempfile
 import uuid
 from collections.abc import Sequence
 from hashlib import sha256
@@ -128,7 +129,7 @@ def open_duckdb(
     own ``httpfs`` extension would be a download at run time, and no pip package ships one for
     this DuckDB version (see docs/STORAGE.md).
     """
-    settings = {**NO_DOWNLOADS, **_memory(), "file_search_path": storage.url, **(config or {})}
+    settings = {**NO_DOWNLOADS, **_memory(read_only), "file_search_path": storage.url, **(config or {})}
     con = duckdb.connect(path, read_only=read_only, config=settings)
     if not storage.is_local:
         reader = ImmutableReadCache(storage.fs, storage.root, _local_dir(storage) / "parts")
@@ -225,11 +226,21 @@ def read_only_statements(sql: str) -> list[duckdb.Statement]:
     return statements
 
 
-def _memory() -> dict[str, str]:
-    """DuckDB's memory limit, and where it spills beyond it (local scratch, also for s3 roots)."""
+def _memory(read_only: bool) -> dict[str, str]:
+    """DuckDB's memory limit, and where it spills beyond it (local scratch, also for s3 roots).
+
+    DuckDB creates the spill folder only when a query first spills, and removes it on close,
+    but never its parents. A writer makes them. A reader creates no file unless it spills: it
+    spills into the cache directory when that exists, else into the system's temporary one, in
+    a folder of its own process.
+    """
     s = settings.current()
-    spill = cache_dir(s) / "duckdb-spill"
-    spill.mkdir(parents=True, exist_ok=True)
+    scratch = cache_dir(s)
+    if read_only:
+        spill = (scratch if scratch.is_dir() else Path(tempfile.gettempdir())) / f"duckdb-spill-{os.getpid()}"
+    else:
+        spill = scratch / "duckdb-spill"
+        spill.mkdir(parents=True, exist_ok=True)
     return {"memory_limit": s.duckdb_memory_limit or DEFAULT_MEMORY_LIMIT, "temp_directory": str(spill)}
 
 

@@ -74,6 +74,10 @@ OUTSIDE_READS = {
 }
 
 
+# The report's one cache: liger-warehouse/js/<bundle>.
+VEGA_CACHE = Path("liger-warehouse/js")
+
+
 def _fingerprint(root: Path) -> dict[str, str]:
     """sha256 of every file under ``root`` (by relative path): any change or new file shows."""
     return {
@@ -200,7 +204,11 @@ def test_no_reading_command_changes_or_creates_a_file(site, tmp_path):
         ["export", "liger-csv", "--path", "benchmark/data/all_benchmark_data.csv", "--out", str(out / "old.csv")],
         ["report", "--out", str(out / "report"), "--no-png"],
     ]
-    env = cli_env(dagster_home(tmp_path / "dagster"))
+    # Nor in the local cache: DuckDB makes its spill folder only if a query spills. The report
+    # alone keeps one file there, the Vega bundle it would otherwise rebuild on every run.
+    cache = tmp_path / "xdg-cache"
+    env = cli_env(dagster_home(tmp_path / "dagster"), XDG_CACHE_HOME=str(cache))
+    env.pop("LIGER_WAREHOUSE_CACHE_DIR", None)
     before = _fingerprint(root)
     for command in commands:
         done = subprocess.run(
@@ -208,6 +216,11 @@ def test_no_reading_command_changes_or_creates_a_file(site, tmp_path):
         )
         assert done.returncode == 0, (command, done.stderr[-2000:])
         assert _fingerprint(root) == before, command
+        made = {p.relative_to(cache) for p in cache.rglob("*")} if cache.exists() else set()
+        assert all(command[0] == "report" and (VEGA_CACHE in (p, p.parent) or p in VEGA_CACHE.parents) for p in made), (
+            command,
+            made,
+        )
 
 
 def _query(root: Path, sql: str) -> list[tuple]:
