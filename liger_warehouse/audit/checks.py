@@ -37,12 +37,13 @@ class CheckOutcome:
         return self.failures == 0
 
 
-def connect(gens: GenerationStore, gen: Generation) -> duckdb.DuckDBPyConnection:
-    """An in-memory DuckDB with a view per table of ``gen``."""
+def connect(gens: GenerationStore, gen: Generation, reader: bool = False) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB with a view per table of ``gen``; ``reader``: for a command that only
+    reads (``open_duckdb``)."""
     from liger_warehouse.serve.database import open_duckdb
     from liger_warehouse.serve.table_views import table_view_sql
 
-    con = open_duckdb(gens.storage)
+    con = open_duckdb(gens.storage, reader=reader)
     for table in SCHEMAS:
         con.execute(table_view_sql(gen, table))
     return con

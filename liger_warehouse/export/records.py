@@ -106,7 +106,7 @@ def _marks(values: tuple[str, ...]) -> str:
 def connect(gens: GenerationStore, gen: Generation) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB over the tables of ``gen`` with the ``kernelindex_results`` view,
     locked down: it reads the warehouse's own files and nothing else, for good."""
-    con = checks.connect(gens, gen)
+    con = checks.connect(gens, gen, reader=True)
     con.execute(RESULTS_VIEW)
     lock_down(con, gens.storage)
     return con

@@ -30,7 +30,6 @@ from liger_warehouse import settings
 from liger_warehouse.runtime.failpoints import failpoint
 from liger_warehouse.serve.sql_files import SqlFile, load_order, read_by
 from liger_warehouse.serve.table_views import ONE_FILE_MACRO, WAREHOUSE_FILES_MACRO, quote, table_view_sql
-from liger_warehouse.store.objectstore import ImmutableReadCache
 from liger_warehouse.store.storage import Storage
 
 if TYPE_CHECKING:
@@ -119,9 +118,15 @@ def build_database(gens: GenerationStore, gen: Generation, target: Path, sql_dir
 
 
 def open_duckdb(
-    storage: Storage, path: str = ":memory:", read_only: bool = False, config: dict | None = None
+    storage: Storage,
+    path: str = ":memory:",
+    read_only: bool = False,
+    config: dict | None = None,
+    *,
+    reader: bool | None = None,
 ) -> duckdb.DuckDBPyConnection:
-    """A connection that reads the warehouse's objects where they are.
+    """A connection that reads the warehouse's objects where they are; ``reader`` (by default
+    ``read_only``) says it serves a command that only reads, which makes no spill folder.
 
     ``file_search_path`` is the root, so the views resolve their parts there (``warehouse_files``;
     a writable connection defines that macro). For an object-store root the root's fsspec
@@ -129,9 +134,12 @@ def open_duckdb(
     own ``httpfs`` extension would be a download at run time, and no pip package ships one for
     this DuckDB version (see docs/STORAGE.md).
     """
-    settings = {**NO_DOWNLOADS, **_memory(read_only), "file_search_path": storage.url, **(config or {})}
+    spill = _memory(read_only if reader is None else reader)
+    settings = {**NO_DOWNLOADS, **spill, "file_search_path": storage.url, **(config or {})}
     con = duckdb.connect(path, read_only=read_only, config=settings)
     if not storage.is_local:
+        from liger_warehouse.store.read_cache import ImmutableReadCache
+
         reader = ImmutableReadCache(storage.fs, storage.root, _local_dir(storage) / "parts")
         # DuckDB shares one instance per database file within a process: another open
         # connection to this file has registered it already.
@@ -226,7 +234,7 @@ def read_only_statements(sql: str) -> list[duckdb.Statement]:
     return statements
 
 
-def _memory(read_only: bool) -> dict[str, str]:
+def _memory(reader: bool) -> dict[str, str]:
     """DuckDB's memory limit, and where it spills beyond it (local scratch, also for s3 roots).
 
     DuckDB creates the spill folder only when a query first spills, and removes it on close,
@@ -236,7 +244,7 @@ def _memory(read_only: bool) -> dict[str, str]:
     """
     s = settings.current()
     scratch = cache_dir(s)
-    if read_only:
+    if reader:
         spill = (scratch if scratch.is_dir() else Path(tempfile.gettempdir())) / f"duckdb-spill-{os.getpid()}"
     else:
         spill = scratch / "duckdb-spill"
@@ -307,7 +315,7 @@ def connect(storage: Storage, allow_read: Sequence[Path] = ()) -> duckdb.DuckDBP
         con.close()
         gen = GenerationStore(storage).current()
         _has_derived_tables(gen, storage)
-        con = open_duckdb(storage)
+        con = open_duckdb(storage, reader=True)
         create_views(con, gen)
     lock_down(con, storage, allow_read)
     return con
@@ -326,9 +334,17 @@ def _has_derived_tables(gen: Generation, storage: Storage) -> None:
 
 def _reads_its_root(con: duckdb.DuckDBPyConnection) -> bool:
     """Whether the database's views name their parts through ``warehouse_files`` (or, written
-    before it, ``warehouse_file``)."""
-    sql = "select count(*) from duckdb_functions() where function_name in (?, ?) and not internal"
-    return con.execute(sql, ["warehouse_files", ONE_FILE_MACRO]).fetchone()[0] > 0
+    before it, ``warehouse_file``).
+
+    Calling the macro answers in a millisecond; listing ``duckdb_functions()`` takes tens of
+    them (every built-in function), so it is asked only of a database without the macro.
+    """
+    try:
+        con.execute("select warehouse_files([])")
+        return True
+    except duckdb.CatalogException:
+        sql = "select count(*) from duckdb_functions() where function_name = ? and not internal"
+        return con.execute(sql, [ONE_FILE_MACRO]).fetchone()[0] > 0
 
 
 def shown_generation(storage: Storage, path: Path) -> str | None:

@@ -19,15 +19,16 @@ import tempfile
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import cached_property
 from pathlib import Path
-from typing import BinaryIO
-
-import fsspec
-from fsspec.implementations.local import LocalFileSystem
+from typing import TYPE_CHECKING, BinaryIO
 
 from liger_warehouse.runtime.failpoints import failpoint
 from liger_warehouse.store.objectstore import S3_PROTOCOLS, protocol
 from liger_warehouse.store.objectstore import storage_options as default_storage_options
+
+if TYPE_CHECKING:
+    from fsspec import AbstractFileSystem
 
 # Written and conditionally rewritten to learn whether the store honours conditional writes.
 CONDITIONAL_WRITE_PROBE = "state/conditional-write-probe"
@@ -52,12 +53,21 @@ class Storage:
         root = str(root)
         self.is_local = "://" not in root or root.startswith("file://")
         if self.is_local:
-            root = str(Path(root.removeprefix("file://")).expanduser().resolve())
-        elif storage_options is None:
-            storage_options = default_storage_options(root)
-        self.fs, self.root = fsspec.core.url_to_fs(root, **(storage_options or {}))
-        self.root = self.root.rstrip("/")
-        self.url = root.rstrip("/")
+            self.root = self.url = str(Path(root.removeprefix("file://")).expanduser().resolve())
+            return
+        import fsspec
+
+        options = default_storage_options(root) if storage_options is None else storage_options
+        self.fs, path = fsspec.core.url_to_fs(root, **options)
+        self.root, self.url = path.rstrip("/"), root.rstrip("/")
+
+    @cached_property
+    def fs(self) -> AbstractFileSystem:
+        """A local root's filesystem, made when first used: a command that only opens liger.duckdb
+        never imports fsspec (an object-store root's is made with the root)."""
+        from fsspec.implementations.local import LocalFileSystem
+
+        return LocalFileSystem()
 
     def _path(self, key: str) -> str:
         return f"{self.root}/{key}"
@@ -82,7 +92,7 @@ class Storage:
     def write_bytes(self, key: str, data: bytes | memoryview) -> None:
         """Write ``key`` whole; readers see the old object or the new one, never a mix. A local
         root writes a ``memoryview`` (a large part's buffer) without copying it."""
-        if not isinstance(self.fs, LocalFileSystem):
+        if not self.is_local:
             self.fs.pipe_file(self._path(key), bytes(data))
             return
         with self.spooled(key) as local:
@@ -96,7 +106,7 @@ class Storage:
         under ``key``'s directory (a large part is never held in memory): beside it under a local
         root, so it moves into place by a rename; in the system's temporary directory otherwise.
         Removed on exit if it is still there."""
-        if isinstance(self.fs, LocalFileSystem):
+        if self.is_local:
             path = self._path(key)
             os.makedirs(os.path.dirname(path), exist_ok=True)
             local = f"{path}.tmp-{uuid.uuid4().hex}"
@@ -112,7 +122,7 @@ class Storage:
     def write_file(self, key: str, local: str) -> None:
         """Put the finished file ``local`` (from ``spooled``) at ``key``, as ``write_bytes``
         would put its bytes: readers see the old object or the new one, never a mix."""
-        if not isinstance(self.fs, LocalFileSystem):
+        if not self.is_local:
             # streamed in chunks (a multipart upload): the object appears whole when it completes
             with open(local, "rb") as source, self.fs.open(self._path(key), "wb") as target:
                 shutil.copyfileobj(source, target, 8 << 20)
