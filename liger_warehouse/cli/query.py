@@ -32,7 +32,7 @@ AllowReadOpt = Annotated[
 def _run(con: duckdb.DuckDBPyConnection, query: str) -> duckdb.DuckDBPyRelation | None:
     """Run ``query`` if every statement of it only reads; raises NotAQuery before running any
     statement when one does not."""
-    read_only_statements(query)
+    read_only_statements(query, con)
     return con.sql(query)
 
 

@@ -199,7 +199,7 @@ def _words(sql: str, count: int) -> list[str]:
     return words
 
 
-def _is_read(statement: duckdb.Statement) -> bool:
+def _is_read(statement: duckdb.Statement, con: duckdb.DuckDBPyConnection) -> bool:
     kind, text = statement.type, statement.query
     if kind == duckdb.StatementType.SELECT:
         return True
@@ -207,8 +207,8 @@ def _is_read(statement: duckdb.Statement) -> bool:
         return _words(text, 1) in (["pivot"], ["unpivot"])
     if kind == duckdb.StatementType.EXPLAIN:  # only of what may run: EXPLAIN ANALYZE runs it
         explain = _EXPLAIN.match(text)
-        inner = duckdb.extract_statements(text[explain.end() :]) if explain else []
-        return len(inner) == 1 and inner[0].type != duckdb.StatementType.EXPLAIN and _is_read(inner[0])
+        inner = con.extract_statements(text[explain.end() :]) if explain else []
+        return len(inner) == 1 and inner[0].type != duckdb.StatementType.EXPLAIN and _is_read(inner[0], con)
     if kind == duckdb.StatementType.SET:  # SET [SESSION|LOCAL|GLOBAL] name, RESET ... likewise
         words = _words(text, 3)
         name = words[2:3] if words[1:2] in (["session"], ["local"], ["global"]) else words[1:2]
@@ -216,16 +216,18 @@ def _is_read(statement: duckdb.Statement) -> bool:
     return False
 
 
-def read_only_statements(sql: str) -> list[duckdb.Statement]:
+def read_only_statements(sql: str, con: duckdb.DuckDBPyConnection) -> list[duckdb.Statement]:
     """The statements of ``sql`` if each one only reads: a query (SELECT, FROM, DESCRIBE, SHOW,
-    SUMMARIZE, PIVOT), EXPLAIN of one, SET/RESET VARIABLE or of ``SESSION_SETTINGS``.
+    SUMMARIZE, PIVOT), EXPLAIN of one, SET/RESET VARIABLE or of ``SESSION_SETTINGS``. Parsed by
+    ``con``, the connection they are for (``duckdb.extract_statements`` would open DuckDB's
+    default connection first, tens of milliseconds).
 
     Raises ``NotAQuery`` naming the first statement that is not, before anything runs, and
     ``duckdb.ParserException`` when ``sql`` does not parse.
     """
-    statements = duckdb.extract_statements(sql)
+    statements = con.extract_statements(sql)
     for statement in statements:
-        if not _is_read(statement):
+        if not _is_read(statement, con):
             verb = " ".join(_words(statement.query, 2 if statement.type == duckdb.StatementType.SET else 1))
             raise NotAQuery(
                 f"{verb.upper() or statement.type.name} is not a query, and this session is read-only: "
