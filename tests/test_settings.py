@@ -8,6 +8,7 @@ import ast
 import os
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from liger_warehouse import settings
@@ -92,3 +93,19 @@ def test_the_cli_passes_its_options_as_run_config(tmp_path):
     result = CliRunner().invoke(app, ["status", "-w", str(tmp_path / "none"), "--upstream", str(tmp_path)])
     assert result.exit_code == 1, result.output  # nothing published yet
     assert dict(os.environ) == before
+
+
+def test_a_bad_value_names_its_variable():
+    with (
+        env(LIGER_WAREHOUSE_MAX_ATTEMPTS="many"),
+        pytest.raises(settings.SettingsError, match="LIGER_WAREHOUSE_MAX_ATTEMPTS"),
+    ):
+        settings.current()
+    with env(LIGER_WAREHOUSE_CHANGE_POINT_WORKERS="0"), pytest.raises(settings.SettingsError, match=">= 1"):
+        settings.current()
+    with env(LIGER_WAREHOUSE_TIMEOUT_SECONDS="2.5", LIGER_WAREHOUSE_CHANGE_POINT_WORKERS="3"):
+        assert (settings.current().timeout_seconds, settings.current().change_point_workers) == (2.5, 3)
+    with env(LIGER_WAREHOUSE_DIR="", LIGER_WAREHOUSE_MAX_ATTEMPTS="many"):
+        done = CliRunner().invoke(app, ["status"])
+    assert done.exit_code == 1
+    assert "LIGER_WAREHOUSE_MAX_ATTEMPTS" in done.output and "fix or unset that variable" in done.output, done.output

@@ -73,6 +73,8 @@ def explain(exc: Exception, command: str | None) -> tuple[str, str]:
 
     if isinstance(exc, CliError):
         return exc.what, exc.hint
+    if isinstance(exc, settings.SettingsError):
+        return str(exc), "fix or unset that variable (README: Configuration)"
     if isinstance(exc, UpstreamUnreachable):
         return str(exc), OFFLINE_HINT
     if isinstance(exc, UpstreamError):
