@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import random
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -20,9 +21,11 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from liger_warehouse.analysis.model_rows import in_order
+from liger_warehouse.analysis.model_rows import derivation_version, in_order, model_reads
 from liger_warehouse.analysis.part_inputs import derived_current
 from liger_warehouse.model.tables import INGESTED, SQL_MODELS
+from liger_warehouse.serve.database import SQL_DIR, analytic_view_files, build_database, sql_version, views_current
+from liger_warehouse.serve.sql_files import read_by
 from liger_warehouse.store.generations import GenerationStore
 from liger_warehouse.store.storage import Storage
 from tests.old_code import BUILD, extract, git
@@ -30,10 +33,17 @@ from tests.reliability.published import cli_env, cli_script, dagster_home
 from tests.tiny_mirror import row, write_mirror
 
 
+def derivation_inputs() -> list[str]:
+    """The files of ``sql/`` that derived rows depend on: the models and the macros and views
+    they read (``derivation_version``); the rest can change without deriving anything again."""
+    used = read_by(analytic_view_files(), model_reads())
+    return ["sql/derived", *(f"sql/{file.label(SQL_DIR)}" for file in used)]
+
+
 @pytest.fixture(scope="module")
 def old_code(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The project as it was just before its SQL last changed."""
-    last = git("log", "-1", "--no-merges", "--format=%H", "--", "sql").decode().strip()
+    """The project as it was just before the SQL its derived tables depend on last changed."""
+    last = git("log", "-1", "--no-merges", "--format=%H", "--", *derivation_inputs()).decode().strip()
     code = extract(f"{last}^", tmp_path_factory.mktemp("old-code"))
     if not (code / "liger_warehouse" / "cli").is_dir() or not (code / "sql" / "__init__.py").is_file():
         pytest.skip("the commit before the last SQL change has another package layout")
@@ -108,3 +118,31 @@ def test_a_refresh_after_an_upgrade_derives_the_tables_again(old_code: Path, mir
 
     again = _refresh(root, mirror, home)
     assert "nothing new upstream" in again and gens.current().id == new.id
+
+
+def test_sql_no_derived_table_reads_changes_the_views_alone(mirror: Path, tmp_path: Path):
+    """An upgrade that changes only a view people query (here ``regressions``, which no derived
+    table reads) rebuilds liger.duckdb on the next refresh, with no generation staged and nothing
+    derived again."""
+    root, home = tmp_path / "warehouse", dagster_home(tmp_path / "home")
+    _refresh(root, mirror, home)
+    gens = GenerationStore(Storage(str(root)))
+    published = gens.current()
+    older = tmp_path / "older-sql"
+    shutil.copytree(SQL_DIR, older)
+    view = older / "views" / "regressions.sql"
+    view.write_text(view.read_text() + "\n-- as an older release wrote it\n")
+    assert derivation_version(older) == derivation_version() and sql_version(older) != sql_version()
+    build_database(gens, published, root / "liger.duckdb", sql_dir=older)
+    assert not views_current(gens, root / "liger.duckdb")
+
+    said = _refresh(root, mirror, home)
+    assert "views rebuilt" in said and "nothing new upstream" in said, said
+    assert gens.current().id == published.id and views_current(gens, root / "liger.duckdb")
+    assert "nothing new upstream" in _refresh(root, mirror, home)
+
+
+def test_sql_a_derived_table_reads_through_a_view_changes_the_derivation():
+    """A macro a model reads (``verdict_rule``) is a derivation input; a view none reads is not."""
+    assert "sql/macros/verdict_rule.sql" in derivation_inputs()
+    assert "sql/views/regressions.sql" not in derivation_inputs()

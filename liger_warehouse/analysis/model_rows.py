@@ -17,8 +17,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from liger_warehouse.model.tables import SCHEMAS, SQL_MODELS
-from liger_warehouse.serve.database import SQL_DIR
-from liger_warehouse.serve.sql_files import declared_reads
+from liger_warehouse.serve.database import SQL_DIR, analytic_view_files
+from liger_warehouse.serve.sql_files import declared_reads, read_by
 from liger_warehouse.serve.table_views import parts_select, table_view_sql
 from liger_warehouse.store.generations import Generation, Part
 
@@ -54,10 +54,15 @@ def model_reads() -> set[str]:
 
 
 @cache
-def derivation_version() -> str:
-    """What every derived row also depends on: the SQL of ``sql/`` and the derived schemas. A
-    part derived under another version is never carried."""
-    texts = [p.read_text() for p in sorted(SQL_DIR.rglob("*.sql"))]
+def derivation_version(sql_dir: Path = SQL_DIR) -> str:
+    """What every derived row also depends on: the models' SQL, that of the macros and views
+    they read (directly or through another, by their ``-- reads:`` lines) and the derived
+    schemas. A part derived under another version is never carried. The rest of ``sql/`` (the
+    views people query and their macros) can change without deriving anything again: a refresh
+    rebuilds the views alone (``rebuild_if_stale``)."""
+    models = [model_sql(name, sql_dir / "derived") for name in SQL_MODELS]
+    reads = {name for text in models for name in declared_reads(text) or ()}
+    texts = [*models, *(file.sql for file in read_by(analytic_view_files(sql_dir), reads))]
     texts += [str(SCHEMAS[name]) for name in SQL_MODELS]
     return sha256("\0".join(texts).encode()).hexdigest()[:16]
 

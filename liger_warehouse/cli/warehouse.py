@@ -93,13 +93,12 @@ def _listing_as_published(gens: GenerationStore, upstream: str | None) -> tuple[
     from liger_warehouse.analysis.part_inputs import derived_current
     from liger_warehouse.model.tables import SCHEMA_VERSION
     from liger_warehouse.runtime.warehouse_status import upstream_as_published
-    from liger_warehouse.serve.database import database_path, shown_generation
+    from liger_warehouse.serve.database import database_path, views_current
     from liger_warehouse.upstream.open import open_upstream, settings_from_env
 
-    current = gens.current_id()
-    if current is None or shown_generation(gens.storage, database_path(gens.storage)) != current:
+    if not views_current(gens, database_path(gens.storage)):
         return None
-    gen = gens.load(current)
+    gen = gens.current()
     if gen.schema_version != SCHEMA_VERSION or not derived_current(gen):
         return None
     settings = settings_from_env(upstream)

@@ -19,6 +19,7 @@ import re
 import tempfile
 import uuid
 from collections.abc import Sequence
+from functools import cache
 from hashlib import sha256
 from importlib import resources
 from pathlib import Path
@@ -90,7 +91,8 @@ def create_views(
         con.execute(table_view_sql(gen, table))
     con.execute(
         "create or replace view warehouse_generation as select "
-        f"{quote(gen.id)} as generation_id, {quote(gen.created_at)} as created_at"
+        f"{quote(gen.id)} as generation_id, {quote(gen.created_at)} as created_at, "
+        f"{quote(sql_version(sql_dir))} as sql_version"
     )
     files = analytic_view_files(sql_dir)
     analytic = _create_analytic_views(con, files if reads is None else read_by(files, reads), sql_dir)
@@ -349,29 +351,40 @@ def _reads_its_root(con: duckdb.DuckDBPyConnection) -> bool:
         return con.execute(sql, [ONE_FILE_MACRO]).fetchone()[0] > 0
 
 
-def shown_generation(storage: Storage, path: Path) -> str | None:
-    """The generation the database at ``path`` shows; None when there is none that opens, or
-    when its views name absolute paths (a database from before they were relative)."""
-    if not path.exists():
-        return None
+@cache
+def sql_version(sql_dir: Path = SQL_DIR) -> str:
+    """A digest of every file of ``sql_dir``: what a database's views were built from
+    (``warehouse_generation.sql_version``)."""
+    texts = [p.read_text() for p in sorted(sql_dir.rglob("*.sql"))]
+    return sha256("\0".join(texts).encode()).hexdigest()[:16]
+
+
+def views_current(gens: GenerationStore, path: Path) -> bool:
+    """Whether the database at ``path`` shows ``CURRENT`` through views of this code's ``sql/``.
+    Not when it opens with none, names its parts by absolute path (written before they were
+    relative) or does not say which SQL built it (written before it did)."""
+    current = gens.current_id()
+    if current is None or not path.exists():
+        return False
     try:
-        with open_duckdb(storage, str(path), read_only=True) as con:
+        with open_duckdb(gens.storage, str(path), read_only=True) as con:
             if not _reads_its_root(con):
-                return None
-            return con.execute("select generation_id from warehouse_generation").fetchone()[0]
+                return False
+            shown = con.execute("select generation_id, sql_version from warehouse_generation").fetchone()
     except duckdb.Error:
-        return None
+        return False
+    return shown == (current, sql_version())
 
 
 def rebuild_if_stale(gens: GenerationStore, path: Path) -> list[str] | None:
-    """Rebuild the views when they show another generation than ``CURRENT``.
+    """Rebuild the views unless they show ``CURRENT`` through this code's ``sql/``.
 
     A refresh killed between the switch and the views rebuild leaves them behind, and the
-    next refresh finds nothing new upstream, so nothing else would ever rebuild them.
+    next refresh finds nothing new upstream, so nothing else would ever rebuild them; nor would
+    anything rebuild views whose SQL changed in an upgrade, when no derived table reads it.
     Returns the views created, or None when they were current.
     """
-    current = gens.current_id()
-    if current is None or shown_generation(gens.storage, path) == current:
+    if gens.current_id() is None or views_current(gens, path):
         return None
     views = build_database(gens, gens.current(), path)
     publish_database(gens.storage, path)

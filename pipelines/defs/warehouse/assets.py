@@ -118,7 +118,7 @@ def warehouse_tables(
     if gen is None:
         context.log.info("upstream holds nothing new: no generation staged")
         if rebuild_if_stale(gens, warehouse.database_path()) is not None:
-            context.log.warning("liger.duckdb showed an older generation than CURRENT: views rebuilt")
+            context.log.warning("liger.duckdb showed another generation than CURRENT or other SQL: views rebuilt")
         return
     extra = {
         "fact_result": {
