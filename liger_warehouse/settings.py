@@ -83,14 +83,16 @@ class Settings(msgspec.Struct, frozen=True, rename=_variable):
         return f"Settings({', '.join(shown)})"
 
 
+VARIABLES = frozenset(_variable(field) for field in Settings.__struct_fields__)
+
+
 class SettingsError(ValueError):
     """An environment variable the warehouse reads has a value it cannot take."""
 
 
 def current() -> Settings:
     """The settings as the environment has them now."""
-    names = {_variable(field) for field in Settings.__struct_fields__}
-    given = {name: value for name, value in os.environ.items() if name in names and value}
+    given = {name: value for name, value in os.environ.items() if name in VARIABLES and value}
     try:
         # strict=False: a variable's text becomes the field's int or float.
         return msgspec.convert(given, Settings, strict=False)

@@ -21,11 +21,10 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from liger_warehouse.analysis.model_rows import derivation_version, in_order, model_reads
+from liger_warehouse.analysis.model_rows import derivation_version, in_order, model_inputs
 from liger_warehouse.analysis.part_inputs import derived_current
 from liger_warehouse.model.tables import INGESTED, SQL_MODELS
-from liger_warehouse.serve.database import SQL_DIR, analytic_view_files, build_database, sql_version, views_current
-from liger_warehouse.serve.sql_files import read_by
+from liger_warehouse.serve.database import SQL_DIR, build_database, sql_version, views_current
 from liger_warehouse.store.generations import GenerationStore
 from liger_warehouse.store.storage import Storage
 from tests.old_code import BUILD, extract, git
@@ -36,8 +35,7 @@ from tests.tiny_mirror import row, write_mirror
 def derivation_inputs() -> list[str]:
     """The files of ``sql/`` that derived rows depend on: the models and the macros and views
     they read (``derivation_version``); the rest can change without deriving anything again."""
-    used = read_by(analytic_view_files(), model_reads())
-    return ["sql/derived", *(f"sql/{file.label(SQL_DIR)}" for file in used)]
+    return ["sql/derived", *(f"sql/{file.label(SQL_DIR)}" for file in model_inputs())]
 
 
 @pytest.fixture(scope="module")
@@ -134,11 +132,11 @@ def test_sql_no_derived_table_reads_changes_the_views_alone(mirror: Path, tmp_pa
     view.write_text(view.read_text() + "\n-- as an older release wrote it\n")
     assert derivation_version(older) == derivation_version() and sql_version(older) != sql_version()
     build_database(gens, published, root / "liger.duckdb", sql_dir=older)
-    assert not views_current(gens, root / "liger.duckdb")
+    assert not views_current(gens.storage, root / "liger.duckdb", published.id)
 
     said = _refresh(root, mirror, home)
     assert "views rebuilt" in said and "nothing new upstream" in said, said
-    assert gens.current().id == published.id and views_current(gens, root / "liger.duckdb")
+    assert gens.current().id == published.id and views_current(gens.storage, root / "liger.duckdb", published.id)
     assert "nothing new upstream" in _refresh(root, mirror, home)
 
 

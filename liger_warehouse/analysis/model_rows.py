@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 
 from liger_warehouse.model.tables import SCHEMAS, SQL_MODELS
 from liger_warehouse.serve.database import SQL_DIR, analytic_view_files
-from liger_warehouse.serve.sql_files import declared_reads, read_by
+from liger_warehouse.serve.sql_files import SqlFile, declared_reads, read_by
 from liger_warehouse.serve.table_views import parts_select, table_view_sql
 from liger_warehouse.store.generations import Generation, Part
 
@@ -48,21 +48,24 @@ def model_sql(name: str, model_dir: Path = MODEL_DIR) -> str:
 
 
 @cache
-def model_reads() -> set[str]:
+def model_reads(sql_dir: Path = SQL_DIR) -> set[str]:
     """What the models read (their ``-- reads:`` lines): the only views a derivation creates."""
-    return {name for model in SQL_MODELS for name in declared_reads(model_sql(model)) or ()}
+    return {name for model in SQL_MODELS for name in declared_reads(model_sql(model, sql_dir / "derived")) or ()}
+
+
+def model_inputs(sql_dir: Path = SQL_DIR) -> list[SqlFile]:
+    """The macros and views the models read, directly or through another."""
+    return read_by(analytic_view_files(sql_dir), model_reads(sql_dir))
 
 
 @cache
 def derivation_version(sql_dir: Path = SQL_DIR) -> str:
-    """What every derived row also depends on: the models' SQL, that of the macros and views
-    they read (directly or through another, by their ``-- reads:`` lines) and the derived
-    schemas. A part derived under another version is never carried. The rest of ``sql/`` (the
-    views people query and their macros) can change without deriving anything again: a refresh
-    rebuilds the views alone (``rebuild_if_stale``)."""
-    models = [model_sql(name, sql_dir / "derived") for name in SQL_MODELS]
-    reads = {name for text in models for name in declared_reads(text) or ()}
-    texts = [*models, *(file.sql for file in read_by(analytic_view_files(sql_dir), reads))]
+    """What every derived row also depends on: the models' SQL, that of ``model_inputs`` and
+    the derived schemas. A part derived under another version is never carried. The rest of
+    ``sql/`` (the views people query and their macros) can change without deriving anything
+    again: a refresh rebuilds the views alone (``rebuild_if_stale``)."""
+    texts = [model_sql(name, sql_dir / "derived") for name in SQL_MODELS]
+    texts += [file.sql for file in model_inputs(sql_dir)]
     texts += [str(SCHEMAS[name]) for name in SQL_MODELS]
     return sha256("\0".join(texts).encode()).hexdigest()[:16]
 

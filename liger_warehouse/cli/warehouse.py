@@ -96,9 +96,10 @@ def _listing_as_published(gens: GenerationStore, upstream: str | None) -> tuple[
     from liger_warehouse.serve.database import database_path, views_current
     from liger_warehouse.upstream.open import open_upstream, settings_from_env
 
-    if not views_current(gens, database_path(gens.storage)):
+    current = gens.current_id()
+    if current is None or not views_current(gens.storage, database_path(gens.storage), current):
         return None
-    gen = gens.current()
+    gen = gens.load(current)
     if gen.schema_version != SCHEMA_VERSION or not derived_current(gen):
         return None
     settings = settings_from_env(upstream)

@@ -359,21 +359,20 @@ def sql_version(sql_dir: Path = SQL_DIR) -> str:
     return sha256("\0".join(texts).encode()).hexdigest()[:16]
 
 
-def views_current(gens: GenerationStore, path: Path) -> bool:
-    """Whether the database at ``path`` shows ``CURRENT`` through views of this code's ``sql/``.
-    Not when it opens with none, names its parts by absolute path (written before they were
-    relative) or does not say which SQL built it (written before it did)."""
-    current = gens.current_id()
-    if current is None or not path.exists():
+def views_current(storage: Storage, path: Path, generation_id: str) -> bool:
+    """Whether the database at ``path`` shows generation ``generation_id`` through views of this
+    code's ``sql/``. Not when it opens with none, names its parts by absolute path (written
+    before they were relative) or does not say which SQL built it (written before it did)."""
+    if not path.exists():
         return False
     try:
-        with open_duckdb(gens.storage, str(path), read_only=True) as con:
+        with open_duckdb(storage, str(path), read_only=True) as con:
             if not _reads_its_root(con):
                 return False
             shown = con.execute("select generation_id, sql_version from warehouse_generation").fetchone()
     except duckdb.Error:
         return False
-    return shown == (current, sql_version())
+    return shown == (generation_id, sql_version())
 
 
 def rebuild_if_stale(gens: GenerationStore, path: Path) -> list[str] | None:
@@ -384,8 +383,9 @@ def rebuild_if_stale(gens: GenerationStore, path: Path) -> list[str] | None:
     anything rebuild views whose SQL changed in an upgrade, when no derived table reads it.
     Returns the views created, or None when they were current.
     """
-    if gens.current_id() is None or views_current(gens, path):
+    current = gens.current_id()
+    if current is None or views_current(gens.storage, path, current):
         return None
-    views = build_database(gens, gens.current(), path)
+    views = build_database(gens, gens.load(current), path)
     publish_database(gens.storage, path)
     return views
