@@ -57,10 +57,13 @@ def anchor(results: Results, rule: str, scope: str, drift: float) -> Point:
 
 
 def at_equal_recall(points: list[Point], target: Point) -> Point | None:
-    """The setting of the dial that reaches ``target``'s recall with the fewest untouched series
-    flagged; None when no setting reaches it."""
+    """The setting that reaches ``target``'s recall with the fewest untouched series flagged,
+    among those that also flag fewer series of the identical pairs than ``target`` if any do (a
+    setting that beats the target on both counts is the answer to "is it beaten?"); None when no
+    setting reaches its recall."""
     reaching = [p for p in points if p.recall.value >= target.recall.value]
-    return min(reaching, key=lambda p: (p.untouched.value, p.identical.value), default=None)
+    fewer = [p for p in reaching if p.identical.value < target.identical.value]
+    return min(fewer or reaching, key=lambda p: (p.untouched.value, p.identical.value), default=None)
 
 
 def beaten(new: Point | None, target: Point, points: list[Point]) -> str:

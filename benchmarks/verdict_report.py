@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import duckdb
 
 from benchmarks import verdict_curve
-from benchmarks.verdict_data import SENSITIVITY
+from benchmarks.verdict_data import GRID_SIGNIFICANCE, GRID_THRESHOLDS, SENSITIVITY
 from benchmarks.verdict_inject import DRIFT, FASTER, FASTER_SHARE, SCOPES, SLOWER, SLOWER_SHARE
 from benchmarks.verdict_rules import ANCHOR_RULES
 from benchmarks.verdict_tally import NEW, Share, coverage, flagged, inconclusive, pooled, recall, table
@@ -36,6 +36,12 @@ MAX_LATENCY = 1.0  # seconds: "well under a second"
 
 def _new(rule: str) -> bool:
     return rule.startswith(NEW)
+
+
+def _listed(values: tuple[float, ...], spec: str) -> str:
+    """``values`` as prose: "a, b and c"."""
+    words = [spec.format(v) for v in values]
+    return ", ".join(words[:-1]) + " and " + words[-1]
 
 
 def _with_count(share: Share) -> str:
@@ -339,8 +345,10 @@ def section(results: Results, load: float, command: str) -> str:
         "### At equal recall",
         "",
         "Each anchor rule beside the new rule at the setting that reaches the anchor's recall with the fewest "
-        "untouched series flagged. The settings are the dial above, and the dial (significance 0, 0.5, 1, 1.5, 2, "
-        "3, 5) at the thresholds 7% and 10% and, at each of 5%, 7% and 10%, on the base run alone "
+        "untouched series flagged, preferring one that also flags fewer series of the identical pairs. The "
+        f"settings are the dial above, and the dial (significance {_listed(GRID_SIGNIFICANCE, '{:g}')}) at the "
+        f"thresholds {_listed(GRID_THRESHOLDS[1:], '{:.0%}')} and, at each of "
+        f"{_listed(GRID_THRESHOLDS, '{:.0%}')}, on the base run alone "
         "(`compare_runs(base, head, threshold := 0.07, recent := false)`: the recent level does not take back a "
         "change). *Beaten*: that setting flags fewer untouched series and fewer series of the identical pairs than "
         "the anchor does.",
