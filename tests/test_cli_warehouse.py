@@ -17,6 +17,7 @@ import typer
 from typer.testing import CliRunner
 
 from liger_warehouse.cli import app
+from liger_warehouse.store import last_refresh
 from liger_warehouse.store.generations import GenerationStore
 from liger_warehouse.store.storage import Storage
 from tests.conftest import env, require_mirror
@@ -159,6 +160,30 @@ def test_status_prints_generation_last_refresh_rows_and_upstream_head(warehouse:
     assert re.search(rf"all_benchmark_data\.csv\s*│\s*{newest[:12]}", text), text
     runs = (mirror / "gh-pages" / "benchmarks" / "commits.txt").read_text().split()
     assert re.search(rf"benchmark runs\s*│\s*{runs[-1]}", text), text
+
+
+def test_status_reads_the_refresh_its_warehouse_recorded(warehouse: Path, tmp_path: Path, dagster_home: Path):
+    """`last-refresh-in-the-warehouse`: the last refresh is the one the warehouse recorded, not
+    the Dagster instance's newest run, which may have refreshed another warehouse; a run that
+    left no end says so, and a damaged record is named."""
+    other = tmp_path / "other"
+    shutil.copytree(warehouse, other)
+    mirror = _mirror_with_one_more_commit(tmp_path)
+    for root in (warehouse, other):  # the newest run in the instance refreshed the other one
+        assert invoke("refresh", "-w", str(root), "--upstream", str(mirror))[0] == 0
+    with dg.DagsterInstance.get() as instance:
+        first = instance.get_run_records(dg.RunsFilter(job_name="refresh"), ascending=True)[0].dagster_run
+    code, text = invoke("status", "-w", str(warehouse))
+    assert code == 0 and f"success (run {first.run_id[:8]}, launched by cli)" in text, text
+
+    storage = Storage(str(warehouse))
+    last_refresh.record(storage, "started", "0123456789", "schedule", at=0)
+    code, text = invoke("status", "-w", str(warehouse))
+    said = "last refresh: 1970-01-01 00:00:00 UTC, started (run 01234567, launched by schedule); no end recorded"
+    assert code == 0 and said in " ".join(text.split()), text
+    storage.write_text(last_refresh.LAST_REFRESH, "{not json")
+    code, text = invoke("status", "-w", str(warehouse))
+    assert code == 0 and "last refresh: unknown: " in text and "is not a refresh record" in text, text
 
 
 def test_status_check_upstream_counts_what_is_new(warehouse: Path, tmp_path: Path):

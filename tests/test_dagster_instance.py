@@ -22,6 +22,8 @@ import dagster as dg
 import pytest
 from dagster._core.instance.ref import InstanceRef
 
+from liger_warehouse.store.last_refresh import last
+from liger_warehouse.store.storage import Storage
 from pipelines.defs.schedules import LAUNCHED_BY
 from tests.small_mirror import small_mirror
 from tests.test_dagster_ui import LAUNCH, Dagster, _free_port, _stop
@@ -155,6 +157,8 @@ def test_the_cli_dg_dev_and_the_sensor_share_one_instance(project: Path, env: di
         assert all(r["tags"][LAUNCHED_BY] == "sensor" for r in outputs)
         ui_run = _runs(client)[launched["run"]["runId"]]
         assert ui_run["status"] == "SUCCESS" and ui_run["tags"][LAUNCHED_BY] == "manual"
+        # `last-refresh-in-the-warehouse`: the daemon records the UI's run in the root it refreshed.
+        _wait("the UI run's outcome recorded in its warehouse", OUTPUTS_SECONDS, lambda: last(Storage(str(by_ui))))
         assert _outputs_written(by_cli) and _outputs_written(by_ui)
         assert not (project / "warehouse").exists()  # the default root was never touched
 
@@ -168,8 +172,10 @@ def test_the_cli_dg_dev_and_the_sensor_share_one_instance(project: Path, env: di
         _stop(proc)
     assert NO_CONFIG not in log.read_text()
 
-    status = _run(project, env, BIN / "liger-warehouse", "status", "-w", by_cli)
-    assert "last refresh: " in status and "success (run " in status, status
+    # Each warehouse names its own refresh, though the UI's ran later in the same instance.
+    for root, run, by in ((by_cli, cli_run, "cli"), (by_ui, ui_run, "manual")):
+        status = _run(project, env, BIN / "liger-warehouse", "status", "-w", root)
+        assert f"success (run {run['runId'][:8]}, launched by {by})" in " ".join(status.split()), status
 
 
 def test_dagster_dev_shows_what_the_cli_recorded(

@@ -9,11 +9,9 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
@@ -28,7 +26,8 @@ from liger_warehouse.cli.app import (
     print_error,
     warehouse_root,
 )
-from liger_warehouse.cli.instance import dagster_instance, instance_home
+from liger_warehouse.cli.instance import dagster_instance
+from liger_warehouse.cli.output import stdout_console
 from liger_warehouse.runtime import progress
 from liger_warehouse.store.storage import Storage
 
@@ -53,11 +52,12 @@ def refresh(warehouse: WarehouseOpt = None, upstream: UpstreamOpt = None) -> Non
     When upstream lists exactly what the published generation holds, and its views, schema and
     derived tables are current, no run is launched: the listing (conditional requests, as the job makes them)
     is recorded as a materialization of upstream_snapshots, so the asset's freshness still says
-    when the warehouse last refreshed.
+    when the warehouse last refreshed. The warehouse records the refresh too, for `status`.
 
     Exit status: 0 on success; 1 when the run failed or upstream served a file that was
     rejected; 3 when another refresh of the same warehouse is running.
     """
+    from liger_warehouse.store import last_refresh
     from liger_warehouse.store.generations import GenerationStore, RefreshBusy
 
     root = warehouse_root(warehouse)
@@ -71,9 +71,13 @@ def refresh(warehouse: WarehouseOpt = None, upstream: UpstreamOpt = None) -> Non
     with lock:
         if (unchanged := _listing_as_published(gens, upstream)) is not None:
             _record_listing(*unchanged, gens.storage)
+            last_refresh.record(gens.storage, "nothing new", launched_by="cli")
             _say_nothing_new(gens, time.monotonic() - started)
             return
-        result, warnings = run_job("refresh", gens.storage, upstream=upstream)
+        run_id = str(uuid.uuid4())
+        last_refresh.record(gens.storage, "started", run_id, "cli")
+        result, warnings = run_job("refresh", gens.storage, upstream=upstream, run_id=run_id)
+        last_refresh.record(gens.storage, "success" if result.success else "failure", run_id, "cli")
     _print_refresh(gens, result, warnings, time.monotonic() - started)
     rejected = gens.current().summary.get("rejected", []) if result.success else []
     if not result.success or rejected:
@@ -162,16 +166,19 @@ def _said_once() -> Iterator[None]:
         logger.removeHandler(quiet)
 
 
-def run_job(name: str, storage: Storage, ops: dict | None = None, upstream: str | None = None):
-    """Execute job ``name`` (``refresh``, ``imports``) in-process, with progress bars fed by its
-    events; returns the result and the run's warnings, each once."""
+def run_job(
+    name: str, storage: Storage, ops: dict | None = None, upstream: str | None = None, run_id: str | None = None
+):
+    """Execute job ``name`` (``refresh``, ``imports``) in-process as run ``run_id`` (default a new
+    one), with progress bars fed by its events; returns the result and the run's warnings, each
+    once."""
     from liger_warehouse.cli.progress_view import RefreshProgress
     from pipelines.definitions import load
     from pipelines.defs.schedules import LAUNCHED_BY
 
     with dagster_instance() as instance:
         job = load().resolve_job_def(name)
-        run_id = str(uuid.uuid4())  # chosen here so the listener is in place before the run starts
+        run_id = run_id or str(uuid.uuid4())  # chosen here so the listener is in place before the run starts
         with RefreshProgress(console, stages=len(job.graph.nodes)) as shown:
             instance.add_event_listener(run_id, shown.on_event)
             with progress.listening(shown.on_progress, shown.on_notice), _said_once():
@@ -251,10 +258,11 @@ def status(
 ) -> None:
     """Print the published generation, the last refresh, row counts and the upstream head.
 
-    The last refresh comes from the Dagster instance that `liger-warehouse refresh` records in
-    ($DAGSTER_HOME, else ./.dagster_home); the upstream head is the newest revision per source
-    that the published generation holds. Exit status 1 when nothing has been published yet, or
-    when --check-upstream cannot list upstream (one line says why; nothing else is printed).
+    The last refresh is the one the warehouse recorded (state/last-refresh.json): the CLI records
+    the refreshes it runs, the daemon's sensors those launched by the schedule or the UI. The
+    upstream head is the newest revision per source that the published generation holds. Exit
+    status 1 when nothing has been published yet, or when --check-upstream cannot list upstream
+    (one line says why; nothing else is printed). Reads the warehouse only: no Dagster.
     """
     from liger_warehouse.store.generations import GenerationStore
 
@@ -267,9 +275,9 @@ def status(
     gen = gens.load(gen_id)
     revisions = gens.read_table(gen, "dim_upstream_revision")
     ahead = _upstream_ahead(revisions, upstream) if check_upstream else None
-    out = Console()
+    out = stdout_console()  # a pipe gets whole lines too
     out.print(f"published generation [bold]{gen.id}[/bold] (created {gen.created_at})")
-    out.print(f"last refresh: {_last_refresh()}")
+    out.print(f"last refresh: {_last_refresh(storage)}")
     out.print(_row_counts(gen))
     out.print(_heads_table(revisions, ahead))
 
@@ -300,28 +308,14 @@ def _heads_table(revisions, behind: dict | None) -> Table:
     return table
 
 
-def _last_refresh() -> str:
-    """The newest refresh in the Dagster instance: a run of the ``refresh`` job, or a listing
-    that found nothing new and needed no run (a materialization of upstream_snapshots without
-    a run), whichever came last."""
-    import dagster as dg
+def _last_refresh(storage: Storage) -> str:
+    from liger_warehouse.store import last_refresh
 
-    with dagster_instance(create=False) as instance:
-        if instance is None:
-            return f"unknown (no Dagster instance at {instance_home()})"
-        records = instance.get_run_records(dg.RunsFilter(job_name="refresh"), limit=1)
-        listing = instance.get_latest_materialization_event(dg.AssetKey("upstream_snapshots"))
-    record = records[0] if records else None
-    ran = record and (record.end_time or record.start_time or record.create_timestamp.timestamp())
-    if listing is not None and not listing.run_id and (not ran or listing.timestamp > ran):
-        return f"{_stamp(listing.timestamp)}, nothing new upstream (no run needed)"
-    if not record:
-        return f"none recorded in {instance_home()}"
-    return f"{_stamp(ran)}, {record.dagster_run.status.value.lower()} (run {record.dagster_run.run_id[:8]})"
-
-
-def _stamp(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    try:
+        entry = last_refresh.last(storage)
+    except ValueError as exc:
+        return f"unknown: {exc}"
+    return entry.describe() if entry else "none recorded in this warehouse"
 
 
 def _upstream_ahead(revisions, upstream: str | None) -> dict:

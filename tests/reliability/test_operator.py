@@ -265,6 +265,9 @@ CASES = {
         "tests/test_dagster_instance.py::test_the_cli_dg_dev_and_the_sensor_share_one_instance"
     ),
     "one-instance-dagster-dev": "tests/test_dagster_instance.py::test_dagster_dev_shows_what_the_cli_recorded",
+    "last-refresh-in-the-warehouse": (
+        "tests/test_cli_warehouse.py::test_status_reads_the_refresh_its_warehouse_recorded"
+    ),
     "dg-check-defs": "tests/test_dagster_instance.py::test_dg_check_defs",
     "tags-say-who-launched": "tests/test_deploy_config.py::test_runs_say_who_launched_them",
     "wheel-install-every-view": "tests/test_wheel_install.py::test_a_wheel_in_a_fresh_venv_builds_every_view",
