@@ -38,9 +38,9 @@ def _new(rule: str) -> bool:
     return rule.startswith(NEW)
 
 
-def _listed(values: tuple[float, ...], spec: str) -> str:
-    """``values`` as prose: "a, b and c"."""
-    words = [spec.format(v) for v in values]
+def _listed(values: tuple[float, ...], percent: bool = False) -> str:
+    """``values`` as prose: "a, b and c" (as percentages: "5%, 5.5% and 6%")."""
+    words = [f"{v * 100:g}%" if percent else f"{v:g}" for v in values]
     return ", ".join(words[:-1]) + " and " + words[-1]
 
 
@@ -346,9 +346,9 @@ def section(results: Results, load: float, command: str) -> str:
         "",
         "Each anchor rule beside the new rule at the setting that reaches the anchor's recall with the fewest "
         "untouched series flagged, preferring one that also flags fewer series of the identical pairs. The "
-        f"settings are the dial above, and the dial (significance {_listed(GRID_SIGNIFICANCE, '{:g}')}) at the "
-        f"thresholds {_listed(GRID_THRESHOLDS[1:], '{:.0%}')} and, at each of "
-        f"{_listed(GRID_THRESHOLDS, '{:.0%}')}, on the base run alone "
+        f"settings are the dial above, and the dial (significance {_listed(GRID_SIGNIFICANCE)}) at the "
+        f"thresholds {_listed(GRID_THRESHOLDS[1:], percent=True)} and, at each of "
+        f"{_listed(GRID_THRESHOLDS, percent=True)}, on the base run alone "
         "(`compare_runs(base, head, threshold := 0.07, recent := false)`: the recent level does not take back a "
         "change). *Beaten*: that setting flags fewer untouched series and fewer series of the identical pairs than "
         "the anchor does.",
