@@ -15,7 +15,8 @@ the installed entry point), side by side in one run:
 
 The project's modules are compiled to bytecode first, as a wheel install does at install time
 and an editable one on its first run: an environment that sets ``PYTHONDONTWRITEBYTECODE``
-(containers often do) would otherwise compile them again in every process, about 0.1 s.
+(containers often do) would otherwise compile them again in every process (the 21 modules
+``sql`` imports take about 0.02 s to compile; the whole project 0.13 s).
 
 ``--write`` rewrites the "startup" section of docs/PERFORMANCE.md.
 """
