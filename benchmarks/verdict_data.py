@@ -154,7 +154,8 @@ DIAL = (0, 0.5, 1, 1.5, 2, 2.5, 3, 3.5, 4, 4.5, 5, 5.5, 6, 7, 8)
 OPERATING = tuple(Setting(f"significance {v:g}", (("significance", v),)) for v in DIAL)
 # The same dial at other thresholds, and on the base run alone (``recent := false``): the other
 # settings a user has, which reach further along the recall axis (more false alarms too).
-GRID_THRESHOLDS = (0.05, 0.055, 0.06, 0.065, 0.07, 0.08, 0.10)
+DEFAULT_THRESHOLD = 0.05  # compare_runs' own: the dial above runs at it, with the recent level
+GRID_THRESHOLDS = (DEFAULT_THRESHOLD, 0.055, 0.06, 0.065, 0.07, 0.08, 0.10)
 GRID_SIGNIFICANCE = (0, 0.25, 0.5, 0.75, 1, 1.125, 1.25, 1.375, 1.5, 2, 3, 5)
 GRID = tuple(
     Setting(
@@ -166,7 +167,7 @@ GRID = tuple(
     for threshold in GRID_THRESHOLDS
     for recent in (True, False)
     for v in GRID_SIGNIFICANCE
-    if (threshold, recent) != (0.05, True)
+    if (threshold, recent) != (DEFAULT_THRESHOLD, True)
 )
 
 SENSITIVITY = (

@@ -134,10 +134,11 @@ def test_the_cli_dg_dev_and_the_sensor_share_one_instance(project: Path, env: di
     proc, client = _serve([str(BIN / "dg"), "dev"], project, served, log)
     try:
         selector = {"repositoryLocationName": LOCATION, "repositoryName": "__repository__"}
-        sensor = {**selector, "sensorName": "outputs_after_refresh"}
-        # The sensor looks at runs after its first tick only.
-        _wait("the sensor's first tick", 90, lambda: client.graphql(SENSOR_TICKS, selector=sensor)["sensorOrError"]
-              ["sensorState"]["ticks"])  # fmt: skip
+        # A run status sensor looks at runs after its first tick only.
+        for name in ("outputs_after_refresh", "refresh_success_recorded"):
+            sensor = {**selector, "sensorName": name}
+            _wait(f"{name}'s first tick", 90, lambda sensor=sensor: client.graphql(SENSOR_TICKS, selector=sensor)
+                  ["sensorOrError"]["sensorState"]["ticks"])  # fmt: skip
 
         _run(project, env, BIN / "liger-warehouse", "refresh", "-w", by_cli, "--upstream", mirror)
         (cli_run,) = [r for r in _runs(client).values() if r["jobName"] == "refresh"]

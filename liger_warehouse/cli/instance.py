@@ -36,20 +36,15 @@ def instance_home() -> Path:
 
 
 @contextmanager
-def dagster_instance(create: bool = True) -> Iterator[dg.DagsterInstance | None]:
-    """The instance; None when ``create`` is false and there is none yet (a reading command
-    never creates one)."""
-    import dagster as dg  # only the commands that run or read runs pay for Dagster's import
+def dagster_instance() -> Iterator[dg.DagsterInstance]:
+    """The instance, created when there is none yet."""
+    import dagster as dg  # only the commands that run jobs pay for Dagster's import
     from dagster._core.instance.ref import InstanceRef
 
     home = instance_home()
-    if not home.is_dir():
-        if not create:
-            yield None
-            return
-        home.mkdir(parents=True)
+    home.mkdir(parents=True, exist_ok=True)
     if settings.current().dagster_home:
-        if create and not (home / CONFIG).exists():
+        if not (home / CONFIG).exists():
             (home / CONFIG).write_text(MINIMAL_CONFIG)
         with dg.DagsterInstance.get() as instance:
             yield instance

@@ -32,6 +32,8 @@ from liger_warehouse.runtime import progress
 from liger_warehouse.store.storage import Storage
 
 if TYPE_CHECKING:
+    import dagster as dg
+
     from liger_warehouse.store.generations import GenerationStore
 
 # Seconds the listing before a refresh waits for upstream before leaving it to the job.
@@ -74,14 +76,29 @@ def refresh(warehouse: WarehouseOpt = None, upstream: UpstreamOpt = None) -> Non
             last_refresh.record(gens.storage, "nothing new", launched_by="cli")
             _say_nothing_new(gens, time.monotonic() - started)
             return
-        run_id = str(uuid.uuid4())
-        last_refresh.record(gens.storage, "started", run_id, "cli")
-        result, warnings = run_job("refresh", gens.storage, upstream=upstream, run_id=run_id)
-        last_refresh.record(gens.storage, "success" if result.success else "failure", run_id, "cli")
+        result, warnings = _recorded_refresh(gens.storage, upstream)
     _print_refresh(gens, result, warnings, time.monotonic() - started)
     rejected = gens.current().summary.get("rejected", []) if result.success else []
     if not result.success or rejected:
         raise typer.Exit(1)
+
+
+def _recorded_refresh(storage: Storage, upstream: str | None) -> tuple[dg.ExecuteInProcessResult, list[str]]:
+    """The refresh job, its start and outcome recorded in the warehouse for ``status``. A run that
+    raises instead of failing (Ctrl-C, definitions that do not load) is recorded as canceled or
+    failed before the error goes on."""
+    from liger_warehouse.store import last_refresh
+
+    run_id = str(uuid.uuid4())
+    last_refresh.record(storage, "started", run_id=run_id, launched_by="cli")
+    try:
+        result, warnings = run_job("refresh", storage, upstream=upstream, run_id=run_id)
+    except BaseException as exc:
+        outcome = "canceled" if isinstance(exc, KeyboardInterrupt) else "failure"
+        last_refresh.record(storage, outcome, run_id=run_id, launched_by="cli")
+        raise
+    last_refresh.record(storage, "success" if result.success else "failure", run_id=run_id, launched_by="cli")
+    return result, warnings
 
 
 def _listing_as_published(gens: GenerationStore, upstream: str | None) -> tuple[str, int] | None:
@@ -168,7 +185,7 @@ def _said_once() -> Iterator[None]:
 
 def run_job(
     name: str, storage: Storage, ops: dict | None = None, upstream: str | None = None, run_id: str | None = None
-):
+) -> tuple[dg.ExecuteInProcessResult, list[str]]:
     """Execute job ``name`` (``refresh``, ``imports``) in-process as run ``run_id`` (default a new
     one), with progress bars fed by its events; returns the result and the run's warnings, each
     once."""
@@ -178,7 +195,7 @@ def run_job(
 
     with dagster_instance() as instance:
         job = load().resolve_job_def(name)
-        run_id = run_id or str(uuid.uuid4())  # chosen here so the listener is in place before the run starts
+        run_id = run_id or str(uuid.uuid4())  # known before the run starts: the listener is in place first
         with RefreshProgress(console, stages=len(job.graph.nodes)) as shown:
             instance.add_event_listener(run_id, shown.on_event)
             with progress.listening(shown.on_progress, shown.on_notice), _said_once():

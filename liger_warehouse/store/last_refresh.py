@@ -2,9 +2,10 @@
 
 ``status`` reads it instead of the Dagster instance: a warehouse answers for its own refreshes
 wherever it is copied or whichever instance ran them, and reading it imports no Dagster. The CLI
-writes it around the runs it launches (``started``, then the outcome, or ``nothing new`` when no
-run was needed); the daemon's sensors write the outcome of refreshes launched elsewhere (the
-schedule, the UI). A run killed before its end leaves ``started``.
+writes it around the runs it launches: ``started``, then the outcome, or ``nothing new`` when no
+run was needed; a CLI run killed before its end leaves ``started``. The daemon's sensors write
+the outcome of refreshes launched elsewhere (the schedule, the UI), stamped with the run's end,
+and never over a newer record.
 """
 
 from __future__ import annotations
@@ -12,18 +13,20 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
+from typing import Literal, get_args
 
 from liger_warehouse.store.storage import Storage
 
 LAST_REFRESH = "state/last-refresh.json"
-OUTCOMES = ("started", "success", "failure", "canceled", "nothing new")
+Outcome = Literal["started", "success", "failure", "canceled", "nothing new"]
+OUTCOMES: tuple[str, ...] = get_args(Outcome)
 
 
 @dataclass(frozen=True)
 class RefreshOutcome:
     """What the newest refresh of this warehouse came to, and when (seconds since the epoch)."""
 
-    outcome: str
+    outcome: Outcome
     at: float
     run_id: str | None = None
     launched_by: str | None = None
@@ -42,16 +45,23 @@ class RefreshOutcome:
 
 def record(
     storage: Storage,
-    outcome: str,
+    outcome: Outcome,
+    *,
     run_id: str | None = None,
     launched_by: str | None = None,
     at: float | None = None,
 ) -> None:
-    """Replace the record with ``outcome`` at ``at`` (seconds since the epoch; default now)."""
+    """Replace the record with ``outcome`` at ``at`` (seconds since the epoch; default now),
+    unless the record holds a later one (a sensor catching up on an older run)."""
     if outcome not in OUTCOMES:
         raise ValueError(f"unknown refresh outcome {outcome!r}: expected one of {', '.join(OUTCOMES)}")
     entry = RefreshOutcome(outcome, datetime.now(UTC).timestamp() if at is None else at, run_id, launched_by)
-    storage.write_text(LAST_REFRESH, json.dumps(asdict(entry)))
+    try:
+        stored = last(storage)
+    except ValueError:  # a damaged record is replaced
+        stored = None
+    if stored is None or stored.at <= entry.at:
+        storage.write_text(LAST_REFRESH, json.dumps(asdict(entry)))
 
 
 def last(storage: Storage) -> RefreshOutcome | None:
@@ -60,9 +70,23 @@ def last(storage: Storage) -> RefreshOutcome | None:
     if not storage.exists(LAST_REFRESH):
         return None
     try:
-        entry = RefreshOutcome(**json.loads(storage.read_text(LAST_REFRESH)))
-    except (ValueError, TypeError) as exc:
+        text = storage.read_text(LAST_REFRESH)
+    except OSError as exc:
+        raise ValueError(f"{storage.uri(LAST_REFRESH)} cannot be read: {exc}") from None
+    try:
+        entry = RefreshOutcome(**json.loads(text))
+        _check(entry)
+        entry.describe()  # a time out of range fails here, not in status
+    except (ValueError, TypeError, OverflowError) as exc:
         raise ValueError(f"{storage.uri(LAST_REFRESH)} is not a refresh record: {exc}") from None
-    if entry.outcome not in OUTCOMES:
-        raise ValueError(f"{storage.uri(LAST_REFRESH)} names an unknown outcome {entry.outcome!r}")
     return entry
+
+
+def _check(entry: RefreshOutcome) -> None:
+    if entry.outcome not in OUTCOMES:
+        raise ValueError(f"unknown outcome {entry.outcome!r}")
+    if isinstance(entry.at, bool) or not isinstance(entry.at, int | float):
+        raise ValueError(f"'at' is not a time: {entry.at!r}")
+    for name in ("run_id", "launched_by"):
+        if not isinstance(getattr(entry, name), str | None):
+            raise ValueError(f"{name!r} is not text: {getattr(entry, name)!r}")

@@ -37,6 +37,17 @@ refresh_job = dg.define_asset_job(
     executor_def=refresh_executor(),
 )
 
+
+def is_refresh(run: dg.DagsterRun) -> bool:
+    """A run of the refresh job that carries the refresh tags, whoever launched it."""
+    return run.job_name == refresh_job.name and REFRESH_TAGS.items() <= run.tags.items()
+
+
+def warehouse_config(run: dg.DagsterRun) -> dict | None:
+    """The warehouse resource's run config the run was given (its root), if any."""
+    return run.run_config.get("resources", {}).get("warehouse")
+
+
 nightly_refresh = dg.ScheduleDefinition(
     name="nightly_refresh",
     job=refresh_job,
@@ -70,9 +81,9 @@ def outputs_after_refresh(context: dg.RunStatusSensorContext) -> dg.RunRequest |
     given its root as run config (as `liger-warehouse refresh -w` does) hands it on; without
     one both runs read the code location's settings."""
     run = context.dagster_run
-    if run.job_name != refresh_job.name or not REFRESH_TAGS.items() <= run.tags.items():
+    if not is_refresh(run):
         return dg.SkipReason(f"run {run.run_id} of {run.job_name} is not a refresh of this warehouse")
-    warehouse = run.run_config.get("resources", {}).get("warehouse")
+    warehouse = warehouse_config(run)
     return dg.RunRequest(
         run_key=run.run_id,
         run_config={"resources": {"warehouse": warehouse}} if warehouse else {},
