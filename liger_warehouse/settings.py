@@ -104,3 +104,9 @@ def fault_injection() -> tuple[str | None, str | None]:
     """``LIGER_WAREHOUSE_FAILPOINT`` and ``LIGER_WAREHOUSE_PAUSE`` (liger_warehouse/runtime/failpoints.py).
     Read apart from ``Settings``: every part write asks, and building ``Settings`` takes milliseconds."""
     return os.environ.get(FAILPOINT) or None, os.environ.get(PAUSE) or None
+
+
+def named_by_run_config(variable: str) -> str | None:
+    """The value of ``variable`` that a run config names as ``{"env": variable}``, as Dagster
+    resolves it when the run starts (pipelines/defs/last_refresh.py reads a run's root so)."""
+    return os.environ.get(variable) or None

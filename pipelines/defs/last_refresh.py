@@ -4,8 +4,6 @@ without Dagster (liger_warehouse/store/last_refresh.py). The CLI records the run
 itself, "started" included; these runs have no "started", as the daemon sees them only at their
 end."""
 
-import os
-
 import dagster as dg
 
 from liger_warehouse import settings
@@ -19,7 +17,7 @@ def refreshed_root(run: dg.DagsterRun) -> str:
     location's, as the run itself used."""
     root = (warehouse_config(run) or {}).get("config", {}).get("root")
     if isinstance(root, dict) and "env" in root:
-        root = os.environ.get(root["env"])
+        root = settings.named_by_run_config(root["env"])
     return root or settings.current().dir
 
 
