@@ -10,10 +10,10 @@ and never over a newer record.
 
 from __future__ import annotations
 
-import json
-from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Literal, get_args
+
+import msgspec
 
 from liger_warehouse.store.storage import Storage
 
@@ -22,8 +22,7 @@ Outcome = Literal["started", "success", "failure", "canceled", "nothing new"]
 OUTCOMES: tuple[str, ...] = get_args(Outcome)
 
 
-@dataclass(frozen=True)
-class RefreshOutcome:
+class RefreshOutcome(msgspec.Struct, frozen=True):
     """What the newest refresh of this warehouse came to, and when (seconds since the epoch)."""
 
     outcome: Outcome
@@ -61,7 +60,7 @@ def record(
     except ValueError:  # a damaged record is replaced
         stored = None
     if stored is None or stored.at <= entry.at:
-        storage.write_text(LAST_REFRESH, json.dumps(asdict(entry)))
+        storage.write_bytes(LAST_REFRESH, msgspec.json.encode(entry))
 
 
 def last(storage: Storage) -> RefreshOutcome | None:
@@ -74,19 +73,8 @@ def last(storage: Storage) -> RefreshOutcome | None:
     except OSError as exc:
         raise ValueError(f"{storage.uri(LAST_REFRESH)} cannot be read: {exc}") from None
     try:
-        entry = RefreshOutcome(**json.loads(text))
-        _check(entry)
+        entry = msgspec.json.decode(text, type=RefreshOutcome)  # checks every field's type
         entry.describe()  # a time out of range fails here, not in status
-    except (ValueError, TypeError, OverflowError) as exc:
+    except (msgspec.DecodeError, ValueError, OverflowError) as exc:
         raise ValueError(f"{storage.uri(LAST_REFRESH)} is not a refresh record: {exc}") from None
     return entry
-
-
-def _check(entry: RefreshOutcome) -> None:
-    if entry.outcome not in OUTCOMES:
-        raise ValueError(f"unknown outcome {entry.outcome!r}")
-    if isinstance(entry.at, bool) or not isinstance(entry.at, int | float):
-        raise ValueError(f"'at' is not a time: {entry.at!r}")
-    for name in ("run_id", "launched_by"):
-        if not isinstance(getattr(entry, name), str | None):
-            raise ValueError(f"{name!r} is not text: {getattr(entry, name)!r}")
