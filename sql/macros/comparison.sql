@@ -1,22 +1,24 @@
--- comparison(pairs, threshold): one row per series on both sides of each pair of `pairs` (a
--- list of {base_kind, base_key, head_kind, head_key}, sides named as `side_points` names them),
--- in readable columns with the evidence and verdict of `judge`; `base_kind` tells the pairs'
--- rows apart. `compare_runs` and `compare_versions` are this with the names people type resolved.
--- reads: dim_series, judge
-create or replace macro comparison(pairs, threshold) as table
+-- comparison(pairs, threshold [, steps := false]): one row per series on both sides of each pair
+-- of `pairs` (a list of {base_kind, base_key, head_kind, head_key}, sides named as `side_points`
+-- names them), in readable columns with the evidence and verdict of `judge`; `base_kind` tells
+-- the pairs' rows apart. With `steps := true`, also every series' steps between consecutive
+-- builds. `compare_runs`, `compare_versions` and `regressions` are this with the names people
+-- type resolved.
+-- reads: judge
+create or replace macro comparison(pairs, threshold, steps := false) as table
 select
-    s.series_digest,
-    s.kernel,
-    s.mode,
-    s.provider,
-    s.backend,
-    s.metric,
-    s.unit,
-    s.gpu,
-    s.architecture,
-    s.workload,
-    s.x_name,
-    s.x_value,
+    j.series_digest,
+    j.kernel,
+    j.mode,
+    j.provider,
+    j.backend,
+    j.metric,
+    j.unit,
+    j.gpu,
+    j.architecture,
+    j.workload,
+    j.x_name,
+    j.x_value,
     j.pair.base_kind as base_kind,
     j.pair.base_key as base,
     j.pair.head_key as head,
@@ -41,5 +43,4 @@ select
     j.base_p80,
     j.head_p20,
     j.head_p80
-from judge(pairs, threshold) as j
-join dim_series as s using (series_digest);
+from judge(pairs, threshold, steps := steps) as j;

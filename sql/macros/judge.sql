@@ -1,6 +1,8 @@
--- judge(pairs, threshold [, steps := false]): `decompose(pairs, steps)` with each series' noise and
--- the verdict: one row per pair and series on both sides, carrying the evidence the verdict was
--- reached on.
+-- judge(pairs, threshold [, steps := false]): `decompose(pairs, steps)` with each series' noise,
+-- its labels (`dim_series`: kernel, mode, provider, backend, metric, unit, GPU, architecture,
+-- workload, x) and the verdict: one row per pair and series on both sides, carrying the evidence
+-- the verdict was reached on. The labels are joined here, next to the steps, so that a filter on
+-- them (one kernel, one GPU) prunes the steps as they are read.
 --
 -- Changes are fractions (0.10 = 10% higher): `change` is the raw change of p50, `drift` what the
 -- baselines explain of it (host drift, plus the kernel's own baselines for a Liger series),
@@ -18,13 +20,23 @@ with judged as (
         n.sweep_noise,
         n.detectable_change,
         sqrt((1.0 / d.base_runs + 1.0 / d.head_runs) / 2) as noise_scale,
-        s.unit
+        s.kernel,
+        s.mode,
+        s.provider,
+        s.backend,
+        s.metric,
+        s.unit,
+        s.gpu,
+        s.architecture,
+        s.workload,
+        s.x_name,
+        s.x_value
     from decompose(pairs, steps := steps) as d
     join fact_series_noise as n using (series_digest)
     join dim_series as s using (series_digest)
 )
 select
-    * exclude (unit, pooled),
+    * exclude (pooled),
     exp(change_log) - 1 as change,
     exp(change_log - own_log) - 1 as drift,
     exp(own_log) - 1 as adjusted_change,
