@@ -1,5 +1,5 @@
 """``python -m liger_warehouse.cli``: the ``liger-warehouse`` command."""
 
-from liger_warehouse.cli import app
+from liger_warehouse.cli import main
 
-app(prog_name="liger-warehouse")
+main()
