@@ -3,7 +3,7 @@
 import gc
 
 from liger_warehouse.cli import export, query, report, warehouse  # noqa: F401  (modules register their commands)
-from liger_warehouse.cli.app import app
+from liger_warehouse.cli.app import app, options
 
 __all__ = ["app", "main"]
 
@@ -13,8 +13,10 @@ def main() -> None:
     # The interpreter's exit runs a full garbage collection over every object still alive: about
     # 0.08 s after a reading command's imports, more than a second after Dagster's. What is alive
     # then, or imported before the command, lives as long as the process anyway, so it is frozen
-    # (the collector skips frozen objects); docs/PERFORMANCE.md, start-up.
+    # (the collector skips frozen objects); so is what a job run loads (run_job).
+    # docs/PERFORMANCE.md, start-up.
     gc.freeze()
+    options.owns_process = True
     try:
         app(prog_name="liger-warehouse")
     finally:

@@ -44,6 +44,9 @@ class Options:
     """The global options of the current invocation."""
 
     debug: bool = False
+    # The invocation is the whole process (the installed command), not a call inside a caller
+    # such as a test: what it loads may then be frozen for the garbage collector (cli.main).
+    owns_process: bool = False
 
 
 options = Options()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 import re
 import tempfile
@@ -195,6 +196,10 @@ def run_job(
 
     with dagster_instance() as instance:
         job = load().resolve_job_def(name)
+        if options.owns_process:
+            # Dagster, its instance and the definitions live until the process ends: frozen, the
+            # run's full collections no longer scan them (cli.main).
+            gc.freeze()
         run_id = run_id or str(uuid.uuid4())  # known before the run starts: the listener is in place first
         with RefreshProgress(console, stages=len(job.graph.nodes)) as shown:
             instance.add_event_listener(run_id, shown.on_event)
