@@ -2,8 +2,8 @@
 -- of `pairs` (a list of {base_kind, base_key, head_kind, head_key}, sides named as `side_points`
 -- names them), in readable columns with the evidence and verdict of `judge`; `base_kind` tells
 -- the pairs' rows apart. With `steps := true`, also every series' steps between consecutive
--- builds. `compare_runs`, `compare_versions` and `regressions` are this with the names people
--- type resolved.
+-- builds. `compare_runs` and `compare_versions` are this with the names people type resolved;
+-- `regressions` is this over every series' steps.
 -- reads: judge
 create or replace macro comparison(pairs, threshold, steps := false) as table
 select

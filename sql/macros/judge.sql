@@ -1,8 +1,9 @@
 -- judge(pairs, threshold [, steps := false]): `decompose(pairs, steps)` with each series' noise,
 -- its labels (`dim_series`: kernel, mode, provider, backend, metric, unit, GPU, architecture,
 -- workload, x) and the verdict: one row per pair and series on both sides, carrying the evidence
--- the verdict was reached on. The labels are joined here, next to the steps, so that a filter on
--- them (one kernel, one GPU) prunes the steps as they are read.
+-- the verdict was reached on. The labels are joined here, on the steps as they are read, so that a
+-- filter on them (one kernel, one GPU) drops the other series' steps at that join, before their
+-- noise and verdict are computed.
 --
 -- Changes are fractions (0.10 = 10% higher): `change` is the raw change of p50, `drift` what the
 -- baselines explain of it (host drift, plus the kernel's own baselines for a Liger series),

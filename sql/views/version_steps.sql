@@ -1,8 +1,8 @@
 -- version_steps: each series' builds in release order (`dim_build.build_rank`), each with the
 -- previous build that has a point of the series and the judged step from it (`judge`, at the
--- session's `regression_threshold()`): what version_history reads, and only that (a view read
--- whole pays for every column it carries). `point` numbers a series' builds from 1; the first
--- has no step.
+-- session's `regression_threshold()`): what version_history reads. Of the judged step it carries
+-- only the columns version_history shows (a view read whole pays for every column it carries).
+-- `point` numbers a series' builds from 1; the first has no step.
 -- reads: judge, regression_threshold, series_builds
 create or replace view version_steps as
 with judged as (
