@@ -138,7 +138,7 @@ def cli_script() -> list[str]:
     script = Path(sys.executable).with_name("liger-warehouse")
     if script.exists():
         return [str(script)]
-    return [sys.executable, "-c", "-m", "liger_warehouse.cli"]
+    return [sys.executable, "-m", "liger_warehouse.cli"]
 
 
 def dagster_home(path: Path) -> Path:
