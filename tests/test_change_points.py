@@ -191,6 +191,7 @@ def raw_series(mirror_warehouse) -> dict[str, list[tuple[str, float]]]:
     }
 
 
+@pytest.mark.slow
 def test_change_points_on_the_real_history(found, raw_series):
     assert sum(map(len, found.values())) > 100
     for digest, rows in found.items():

@@ -30,6 +30,8 @@ from tests.plain_duckdb import open_views
 from tests.reliability.published import dagster_home
 from tests.test_export_kernelindex import export_path
 
+pytestmark = pytest.mark.slow
+
 VIEWS_ASSET = "liger_duckdb"
 VALUES = (
     "protocol_digest, workload_digest, environment_digest, implementation_digest, "

@@ -31,6 +31,8 @@ from tests.old_code import BUILD, extract, git
 from tests.reliability.published import cli_env, cli_script, dagster_home
 from tests.tiny_mirror import row, write_mirror
 
+pytestmark = pytest.mark.slow
+
 
 def derivation_inputs() -> list[str]:
     """The files of ``sql/`` that derived rows depend on: the models and the macros and views

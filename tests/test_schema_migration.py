@@ -44,6 +44,8 @@ from tests.reliability.published import (
     step_failures,
 )
 
+pytestmark = pytest.mark.slow
+
 DOCS = REPO / "docs" / "SCHEMA.md"
 DIGESTS = ("protocol", "implementation", "series", "workload", "environment")
 CLI = "from pipelines.cli import app; app()"

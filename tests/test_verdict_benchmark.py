@@ -21,6 +21,8 @@ from benchmarks.verdict_inject import DRIFT, FASTER, SLOWER, Injection, injected
 from benchmarks.verdict_rules import Case, Point, lookback_z, lookback_z_rule, old_rule, otava_rule
 from tests.tiny_mirror import row, write_mirror
 
+pytestmark = pytest.mark.slow
+
 KERNELS = ("rms_norm", "swiglu", "geglu", "layer_norm", "rope")
 PROVIDERS = ("liger", "torch")
 WIDTHS = (1024, 2048, 4096)

@@ -42,6 +42,8 @@ from tests.reliability.published import (
     view_counts,
 )
 
+pytestmark = pytest.mark.slow
+
 # failpoint -> where the refresh is when it dies (docs/RELIABILITY.md lists the same).
 POINTS = {
     "storage-replace:state": "listing: first ETag cache entry written to a temp file, not renamed",
