@@ -82,7 +82,11 @@ def _env(warehouse: Path, upstream: str, home: Path, extra: dict[str, str] | Non
 
 
 def parquet_files(warehouse: Path) -> dict[str, tuple[int, int]]:
-    return {str(p): (p.stat().st_size, p.stat().st_mtime_ns) for p in (warehouse / "tables").rglob("*.parquet")}
+    """Every Parquet file under ``tables/``, by its path there: (size, mtime)."""
+    tables = warehouse / "tables"
+    return {
+        p.relative_to(tables).as_posix(): (p.stat().st_size, p.stat().st_mtime_ns) for p in tables.rglob("*.parquet")
+    }
 
 
 def written_bytes(before: dict, after: dict) -> int:
@@ -91,11 +95,12 @@ def written_bytes(before: dict, after: dict) -> int:
 
 
 def written_by_table(before: dict, after: dict) -> dict[str, int]:
-    """Bytes of new or rewritten Parquet files per table (``tables/<table>/<part>.parquet``)."""
+    """Bytes of new or rewritten Parquet files per table: ``tables/<table>/<part>.parquet``, or
+    ``tables/<table>/<key>=<value>/<part>.parquet`` for a table kept in key folders."""
     out: dict[str, int] = {}
     for path, (size, mtime) in after.items():
         if before.get(path) != (size, mtime):
-            table = Path(path).parent.name
+            table = path.split("/", 1)[0]
             out[table] = out.get(table, 0) + size
     return out
 

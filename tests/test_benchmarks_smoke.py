@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import run, views
+from benchmarks import run, scenarios, views
 from benchmarks.synthetic import Settings, generate
 from benchmarks.synthetic.suite import load_suite
 from liger_warehouse.audit import checks
@@ -147,3 +147,18 @@ def test_benchmark_suite_runs_end_to_end(tmp_path):
     assert per_source == dict(expected.per_source)
     assert sum(per_source.values()) == full["mirror"]["results"] == len(expected.results)
     assert Counter(per_source).total() > 5000
+
+
+def test_parquet_written_is_counted_per_table_above_its_key_folders(tmp_path):
+    parts = {
+        "dim_build/a.parquet": 3,
+        "fact_build_point/build=0.1.0/b.parquet": 5,
+        "fact_build_point/build=0.2.0/c.parquet": 7,
+    }
+    for name, size in parts.items():
+        (tmp_path / "tables" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "tables" / name).write_bytes(b"x" * size)
+    before = scenarios.parquet_files(tmp_path)
+    (tmp_path / "tables" / "fact_build_point" / "build=0.2.0" / "c.parquet").write_bytes(b"y" * 11)
+    assert scenarios.written_by_table({}, before) == {"dim_build": 3, "fact_build_point": 12}
+    assert scenarios.written_by_table(before, scenarios.parquet_files(tmp_path)) == {"fact_build_point": 11}
