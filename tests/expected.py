@@ -204,16 +204,17 @@ def restatements(mirror: Mirror) -> dict[tuple[str, tuple], tuple]:
     return out
 
 
-def run_series(mirror: Mirror) -> dict[tuple, list[tuple[str, float]]]:
-    """series -> [(run, p50)] over the gh-pages runs in run order, newest result per run."""
-    out: dict[tuple, list[tuple[str, float]]] = defaultdict(list)
+def run_series(mirror: Mirror) -> dict[tuple, list[tuple[str, float, str]]]:
+    """series -> [(run, p50, Liger version)] over the gh-pages runs in run order, newest result
+    per run."""
+    out: dict[tuple, list[tuple[str, float, str]]] = defaultdict(list)
     for run in mirror.run_order:
         newest: dict[tuple, Row] = {}
         for row in mirror.sources[run][0].rows:
             if row.series not in newest or row.observed > newest[row.series].observed:
                 newest[row.series] = row
         for series, row in newest.items():
-            out[series].append((run, row.quantiles()[1]))
+            out[series].append((run, row.quantiles()[1], row.get("liger_version")))
     return out
 
 

@@ -32,7 +32,7 @@ from tests.tiny_mirror import row, write_mirror
 WINDOW, MAX_PVALUE, MIN_MAGNITUDE, MIN_POINTS = 50, 0.001, 0.05, 10
 VIEW = """
     select c.series_digest, c.run, c.prev_run, c.point_index, c.points, c.before_median, c.after_median,
-           c.verdict, c.method
+           c.verdict, c.method, c.prev_version, c.liger_version
     from change_points c
 """
 
@@ -176,8 +176,8 @@ def found(mirror_warehouse) -> dict[str, list[tuple]]:
 
 
 @pytest.fixture(scope="module")
-def raw_series(mirror_warehouse) -> dict[str, list[tuple[str, float]]]:
-    """series_digest -> [(run, p50)] read from the raw CSVs."""
+def raw_series(mirror_warehouse) -> dict[str, list[tuple[str, float, str]]]:
+    """series_digest -> [(run, p50, Liger version)] read from the raw CSVs."""
     keys = _query(
         mirror_warehouse.database,
         "select distinct series_digest, kernel, mode, provider, backend, metric, unit, gpu, x_name, x_label, "
@@ -197,12 +197,13 @@ def test_change_points_on_the_real_history(found, raw_series):
     for digest, rows in found.items():
         points = raw_series[digest]
         assert len(points) >= MIN_POINTS
-        values = [p50 for _, p50 in points]
+        values = [p50 for _, p50, _ in points]
         indices = [r[3] for r in rows]
         medians = expected.segment_medians(values, indices)
         for r, (before, after) in zip(rows, medians, strict=True):
             assert (r[1], r[2], r[4]) == (points[r[3]][0], points[r[3] - 1][0], len(points))
             assert (r[5], r[6]) == (before, after)
+            assert (r[9], r[10]) == (points[r[3] - 1][2], points[r[3]][2])
             assert r[7] == ("regression" if after > before else "improvement")
 
 
@@ -211,7 +212,7 @@ def test_change_point_indices_are_otavas(found, raw_series):
     long_enough = sorted(d for d, points in raw_series.items() if len(points) >= MIN_POINTS)
     assert len(long_enough) > 1000
     for digest in long_enough[::10]:
-        values = [p50 for _, p50 in raw_series[digest]]
+        values = [p50 for _, p50, _ in raw_series[digest]]
         cps, _ = compute_change_points(values, window_len=WINDOW, max_pvalue=MAX_PVALUE, min_magnitude=MIN_MAGNITUDE)
         assert [int(c.index) for c in cps] == [r[3] for r in found.get(digest, [])], digest
     short = [d for d, points in raw_series.items() if len(points) < MIN_POINTS]

@@ -7,13 +7,6 @@
 -- between neighbouring change points. `verdict` reads the shift like `regressions` does.
 -- reads: dim_build, dim_series, fact_change_point, fact_run_point, lower_is_better, revision_labels
 create or replace view change_points as
--- The Liger version of a series in a run: that of the build its point there stands for.
-with at_run as (
-    select p.series_digest, p.run, b.liger_version
-    from fact_run_point as p
-    join dim_build as b using (build)
-    semi join fact_change_point as c using (series_digest)
-)
 select
     s.series_digest,
     s.kernel,
@@ -51,5 +44,10 @@ from fact_change_point as c
 join dim_series as s using (series_digest)
 join revision_labels as r on r.revision_digest = c.revision_digest
 join revision_labels as prev on prev.revision_digest = c.previous_revision_digest
-left join at_run as after_version on after_version.series_digest = c.series_digest and after_version.run = r.run
-left join at_run as before_version on before_version.series_digest = c.series_digest and before_version.run = prev.run;
+-- The Liger version of the series in each run named: that of the build its point there stands
+-- for. Looked up per change point, not for every run point first, so that a filter on the
+-- series narrows these joins too (at 10^7 results, one kernel: 1.8 s -> 0.3 s).
+left join fact_run_point as after_point on after_point.series_digest = c.series_digest and after_point.run = r.run
+left join dim_build as after_version on after_version.build = after_point.build
+left join fact_run_point as before_point on before_point.series_digest = c.series_digest and before_point.run = prev.run
+left join dim_build as before_version on before_version.build = before_point.build;
