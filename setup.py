@@ -6,7 +6,12 @@ liger.duckdb with every view. ``pipelines`` is the Dagster code location beside 
 from setuptools import find_packages, setup
 
 setup(
-    packages=[*find_packages(include=["liger_warehouse*", "pipelines*"]), "liger_warehouse.sql"],
+    # sql/'s folders are listed too: setuptools sees them as importable (namespace) packages and
+    # warns on every build about any it is not given.
+    packages=[
+        *find_packages(include=["liger_warehouse*", "pipelines*"]),
+        *(f"liger_warehouse.sql{sub}" for sub in ("", ".macros", ".views", ".derived")),
+    ],
     package_dir={"liger_warehouse.sql": "sql"},
     package_data={
         "liger_warehouse": ["**/*.json"],
