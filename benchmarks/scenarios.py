@@ -84,14 +84,12 @@ def _env(warehouse: Path, upstream: str, home: Path, extra: dict[str, str] | Non
 def parquet_files(warehouse: Path) -> dict[str, tuple[int, int]]:
     """Every Parquet file under ``tables/``, by its path there: (size, mtime)."""
     tables = warehouse / "tables"
-    return {
-        p.relative_to(tables).as_posix(): (p.stat().st_size, p.stat().st_mtime_ns) for p in tables.rglob("*.parquet")
-    }
+    return {p.relative_to(tables).as_posix(): _size_and_mtime(p) for p in tables.rglob("*.parquet")}
 
 
-def written_bytes(before: dict, after: dict) -> int:
-    """Bytes of Parquet files that are new or rewritten."""
-    return sum(written_by_table(before, after).values())
+def _size_and_mtime(path: Path) -> tuple[int, int]:
+    stat = path.stat()
+    return stat.st_size, stat.st_mtime_ns
 
 
 def written_by_table(before: dict, after: dict) -> dict[str, int]:
@@ -150,6 +148,7 @@ def _refresh_record(m: Measured, before: dict, warehouse: Path, home: Path) -> d
     ]
     gens = GenerationStore(Storage(warehouse))
     gen = gens.current() if gens.current_id() else None
+    by_table = written_by_table(before, parquet_files(warehouse))
     return {
         "ok": m.ok,
         "error": m.error,
@@ -163,8 +162,8 @@ def _refresh_record(m: Measured, before: dict, warehouse: Path, home: Path) -> d
         "results": gen.rows("fact_result") if gen else 0,
         "members": gen.rows("fact_revision_member") if gen else 0,
         "summary": {k: v for k, v in (gen.summary if gen else {}).items() if k.startswith("results_")},
-        "parquet_written": written_bytes(before, after := parquet_files(warehouse)),
-        "parquet_written_by_table": written_by_table(before, after),
+        "parquet_written": sum(by_table.values()),
+        "parquet_written_by_table": by_table,
         # Tree RSS once a second, for reading a run's memory against its steps afterwards.
         "rss_timeline": [(round(t, 1), rss) for i, (t, rss) in enumerate(m.samples) if i % 20 == 0],
     }

@@ -46,7 +46,7 @@ join revision_labels as r on r.revision_digest = c.revision_digest
 join revision_labels as prev on prev.revision_digest = c.previous_revision_digest
 -- The Liger version of the series in each run named: that of the build its point there stands
 -- for. Looked up per change point, not for every run point first, so that a filter on the
--- series narrows these joins too (at 10^7 results, one kernel: 1.8 s -> 0.3 s).
+-- series narrows these joins too (docs/PERFORMANCE.md, "The 10^7 warehouse end to end").
 left join fact_run_point as after_point on after_point.series_digest = c.series_digest and after_point.run = r.run
 left join dim_build as after_version on after_version.build = after_point.build
 left join fact_run_point as before_point on before_point.series_digest = c.series_digest and before_point.run = prev.run
