@@ -52,6 +52,10 @@ NO_DOWNLOADS = {"autoinstall_known_extensions": "false"}
 DEFAULT_MEMORY_LIMIT = "1GB"
 # The one setting a locked-down session may still change (README: `set memory_limit`).
 SESSION_SETTINGS = ("memory_limit",)
+# A part is never rewritten (new rows make a new part), so a reading connection keeps the parts'
+# Parquet footers between its queries instead of parsing them again: at 10^7 results one
+# question reads 3,337 parts of a table (docs/PERFORMANCE.md, "Parquet footers kept").
+READER_CACHE = {"parquet_metadata_cache": "true"}
 
 
 class MissingViews(RuntimeError):
@@ -128,7 +132,8 @@ def open_duckdb(
     reader: bool | None = None,
 ) -> duckdb.DuckDBPyConnection:
     """A connection that reads the warehouse's objects where they are; ``reader`` (by default
-    ``read_only``) says it serves a command that only reads, which makes no spill folder.
+    ``read_only``) says it serves a command that only reads, which makes no spill folder and
+    keeps the parts' footers between queries (``READER_CACHE``).
 
     ``file_search_path`` is the root, so the views resolve their parts there (``warehouse_files``;
     a writable connection defines that macro). For an object-store root the root's fsspec
@@ -136,8 +141,9 @@ def open_duckdb(
     own ``httpfs`` extension would be a download at run time, and no pip package ships one for
     this DuckDB version (see docs/STORAGE.md).
     """
-    spill = _memory(read_only if reader is None else reader)
-    settings = {**NO_DOWNLOADS, **spill, "file_search_path": storage.url, **(config or {})}
+    reading = read_only if reader is None else reader
+    cache = READER_CACHE if reading else {}
+    settings = {**NO_DOWNLOADS, **_memory(reading), **cache, "file_search_path": storage.url, **(config or {})}
     con = duckdb.connect(path, read_only=read_only, config=settings)
     if not storage.is_local:
         from liger_warehouse.store.read_cache import ImmutableReadCache
