@@ -52,12 +52,13 @@ def test_standalone_duckdb_cli_opens_the_database_and_runs_views(mirror_warehous
     version = subprocess.run([binary, "--version"], capture_output=True, text=True, check=True).stdout
     assert version.startswith("v1."), version  # an older DuckDB than the Python package's 2.x
     script = """
+        set parquet_metadata_cache = true;
         select count(*) as current from current_results;
         set variable regression_threshold = 0.10;
         select count(*) filter (where verdict = 'regression') as regressions from compare_versions('0.6.3', '0.7.0');
     """
     # README's command, from the directory that holds the warehouse: the views read their parts
-    # under file_search_path.
+    # under file_search_path; README's setting for a session of many queries.
     root = mirror_warehouse.root
     done = subprocess.run(
         [binary, "-readonly", "-csv", "-cmd", f"set file_search_path = '{root.name}'", f"{root.name}/liger.duckdb"],
@@ -94,6 +95,11 @@ def test_sql_runs_one_query(cli, mirror):
     assert done.stdout.split() == ["n", str(len(mirror.current()))]
     table = cli("sql", "select 6 * 7 as answer")
     assert "answer" in table.stdout and "42" in table.stdout
+
+
+def test_sql_keeps_the_parts_footers_between_queries(cli):
+    done = cli("sql", "select current_setting('parquet_metadata_cache') as kept", "--format", "csv")
+    assert done.stdout.split() == ["kept", "true"]
 
 
 def test_sql_without_a_query_is_an_interactive_prompt(cli):

@@ -5,7 +5,8 @@ from scratch at 10^7 results derives `fact_build_point`, `fact_build_step` and t
 A cut of the upstream mirror gains one gh-pages run per refresh: a nightly, a nightly of the
 commit 0.7.0 is released from, then the 0.7.0 release run itself, listed after it (upstream lists
 it first; listed after, it turns the nightly published before it into a run of the release
-build, which the refresh must re-derive). After each refresh every SQL model is derived
+build, which the refresh must re-derive), a run listed between two others, and a run deleted
+(its results become restatements). After each refresh every SQL model is derived
 again from scratch over the published generation and compared with what the refresh published.
 """
 
@@ -37,6 +38,8 @@ LISTINGS = [
     ["4444fdf", "7656bcb", "81f932a-v0.6.5", "1fdb668", "7644a0f", "7644a0f-v0.7.0"],
     # a run listed between two others: it takes the place of the one after it in upstream's list
     ["4444fdf", "3b79375", "7656bcb", "81f932a-v0.6.5", "1fdb668", "7644a0f", "7644a0f-v0.7.0"],
+    # a run upstream deleted: its results are no longer shown, so they are restated (withdrawn)
+    ["4444fdf", "3b79375", "7656bcb", "81f932a-v0.6.5", "7644a0f", "7644a0f-v0.7.0"],
 ]
 
 
@@ -60,19 +63,23 @@ def test_each_refresh_derives_what_it_touched_and_matches_a_derivation_from_scra
     previous_recent: dict[str, str] = {}
     previous_builds: dict[str, str] = {}
     previous_heads: dict[str, str] = {}
+    previous_restated: dict[str, str] = {}
     written: dict[str, int] = {}  # each run part's file and when it was written
     for step, runs in enumerate(LISTINGS):
         _list_runs(mirror, runs)
         assert refresh(root, upstream=str(mirror)).result.success
         published = gens.current()
         run_parts = {p.key: p.file for p in published.parts("fact_run_point")}
-        assert sorted(run_parts) == sorted(runs)
+        ever = sorted(set().union(*LISTINGS[: step + 1]))  # a deleted run's results are kept
+        assert sorted(run_parts) == ever
         pair_parts = {p.key: p.file for p in published.parts("fact_speedup_pair")}
         step_parts = {p.key: p.file for p in published.parts("fact_run_step")}
         recent_parts = {p.key: p.file for p in published.parts("fact_recent_point")}
         build_parts = {p.key: p.file for p in published.parts("fact_build_point")}
         head_parts = {p.key: p.file for p in published.parts("fact_build_step")}
-        assert sorted(step_parts) == sorted(recent_parts) == sorted(runs)
+        restated_parts = {p.key: p.file for p in published.parts("fact_restatement")}
+        assert sorted(step_parts) == sorted(recent_parts) == ever
+        assert set(restated_parts) == set(pair_parts), "a restatement part per source"
         assert set(run_parts) < set(pair_parts), "a speedup pair part per source: the runs and main's CSVs"
         if step == 1:  # one new nightly: one new run part and speedup pair part, the others carried
             assert {r for r, f in run_parts.items() if previous.get(r) != f} == {"1fdb668"}
@@ -94,14 +101,22 @@ def test_each_refresh_derives_what_it_touched_and_matches_a_derivation_from_scra
             seq = _query_seq(root)
             assert seq["3b79375"] == seq["7656bcb"]
             assert {r for r, f in step_parts.items() if previous_steps.get(r) != f} == set(runs) - {"4444fdf"}
+        if step == 5:  # the deleted run: its restatements, the other sources' parts carried
+            assert {r for r, f in restated_parts.items() if previous_restated.get(r) != f} == {"1fdb668"}
+            withdrawn = gens.read_table(published, "fact_restatement").to_pylist()
+            assert withdrawn and {(r["source_key"], r["restated_revision_digest"]) for r in withdrawn} == {
+                ("1fdb668", None)
+            }
         if step:
             assert published.parts("dim_series")[0].key == model_rows.derivation_version(), "carried, not derived whole"
             carried = {f for r, f in run_parts.items() if previous.get(r) == f}
             assert carried and all((root / f).stat().st_mtime_ns == written[f] for f in carried), "rewritten"
         previous, previous_pairs, previous_steps, previous_recent = run_parts, pair_parts, step_parts, recent_parts
-        previous_builds, previous_heads = build_parts, head_parts
+        previous_builds, previous_heads, previous_restated = build_parts, head_parts, restated_parts
 
-        incremental, scratch_gen, scratch_parts = _as_from_scratch(gens, published)
+        # results restated only once a run is deleted
+        empty = ("fact_restatement",) if step < 5 else ()
+        incremental, scratch_gen, scratch_parts = _as_from_scratch(gens, published, empty)
         # the per-run tables are derived a batch of runs at a time, into a part per run: the same
         # rows as their models over every run point in one query
         with open_duckdb(gens.storage) as con:
@@ -121,9 +136,12 @@ def test_each_refresh_derives_what_it_touched_and_matches_a_derivation_from_scra
         written = {f: (root / f).stat().st_mtime_ns for f in run_parts.values()}
 
 
-def _as_from_scratch(gens: GenerationStore, published: generations.Generation) -> tuple:
+def _as_from_scratch(
+    gens: GenerationStore, published: generations.Generation, empty: tuple[str, ...] = ("fact_restatement",)
+) -> tuple:
     """Every SQL model of ``published`` equals a derivation from scratch over its facts, part for
-    part and row for row: the tables, the generation derived from scratch and its parts."""
+    part and row for row, and has rows unless it is one of ``empty`` (nothing restated yet): the
+    tables, the generation derived from scratch and its parts."""
     incremental = {name: gens.read_table(published, name) for name in SQL_MODELS}
     scratch_gen = replace(  # staged on the published generation, so it may be re-staged
         published,
@@ -137,7 +155,7 @@ def _as_from_scratch(gens: GenerationStore, published: generations.Generation) -
             (p.key, p.file, p.rows) for p in published.parts(name)
         ], name
         assert gens.read_table(scratch_gen, name).equals(incremental[name]), name
-        assert incremental[name].num_rows > 0, name
+        assert (incremental[name].num_rows > 0) != (name in empty), name
     return incremental, scratch_gen, scratch_parts
 
 

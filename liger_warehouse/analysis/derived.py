@@ -44,7 +44,7 @@ def add_to_generation(
             if name == "fact_run_point":
                 gh_pages = {key: source for key, source in sources.items() if source.source == "gh-pages"}
                 parts = incremental.source_parts(con, name, gh_pages)
-            elif name == "fact_speedup_pair":
+            elif name in ("fact_speedup_pair", "fact_restatement"):
                 parts = incremental.source_parts(con, name, sources)
             elif name == "dim_series":
                 parts = incremental.series(con)

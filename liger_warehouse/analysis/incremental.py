@@ -4,10 +4,11 @@ generation.
 A refresh derives what its new facts touch and carries the rest from the published generation
 with the same rows a derivation from scratch gives:
 
-- ``fact_run_point`` has one part per gh-pages run and ``fact_speedup_pair`` one per source (a
-  run, a main-branch CSV, an import), named by a digest of what the source's rows come from
-  (its fact_result parts, its revisions, the releases of its commit, the SQL): a source whose
-  inputs are unchanged keeps its part, a new or changed one gets a new part;
+- ``fact_run_point`` has one part per gh-pages run, and ``fact_speedup_pair`` and
+  ``fact_restatement`` one per source (a run, a main-branch CSV, an import), named by a digest
+  of what the source's rows come from (its fact_result parts, its revisions and so their
+  members, the releases of its commit, the SQL): a source whose inputs are unchanged keeps its
+  part, a new or changed one gets a new part;
 - ``dim_series`` adds the series of new fact_result parts that it lacks;
 - ``fact_build_point`` has one part per build: it re-derives the builds whose points changed (the
   builds of changed run parts, the versions of changed main-branch or imported rows) and carries

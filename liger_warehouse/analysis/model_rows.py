@@ -40,6 +40,7 @@ ORDER = {
     "fact_series_noise": ["series_digest"],
     "fact_speedup_spread": ["liger_series_digest", "baseline_series_digest"],
     "fact_speedup_noise": ["liger_series_digest", "baseline_series_digest"],
+    "fact_restatement": ["source_key", "result_digest"],
 }
 
 

@@ -29,6 +29,7 @@ KEYED_PARTS = (
     "fact_run_step",
     "fact_build_point",
     "fact_build_step",
+    "fact_restatement",
 )
 
 

@@ -327,6 +327,17 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("is_current", pa.bool_()),
         ]
     ),
+    "fact_restatement": pa.schema(
+        [
+            ("source_key", pa.string()),
+            ("result_digest", DIGEST),
+            ("restated_revision_digest", DIGEST),
+            ("replacement_digest", DIGEST),
+            *((f"replacement_{q}", pa.float64()) for q in ("p20", "p50", "p80")),
+            ("replacement_version", pa.string()),
+            ("replacement_observed_at", TS),
+        ]
+    ),
     "fact_speedup_point": pa.schema(
         [
             ("build", pa.string()),
@@ -386,7 +397,7 @@ TABLES = tuple(SCHEMAS)
 SQL_MODELS = (
     *("dim_series", "dim_build", "fact_run_point", "fact_recent_point", "fact_build_point", "fact_build_step"),
     *("fact_speedup_pair", "fact_speedup_point", "fact_run_step", "fact_series_spread", "fact_series_noise"),
-    *("fact_speedup_spread", "fact_speedup_noise"),
+    *("fact_speedup_spread", "fact_speedup_noise", "fact_restatement"),
 )
 # Written by the change point detection (analysis/change_points.py).
 CHANGE_POINT_TABLES = ("fact_change_point", "change_point_state")

@@ -48,7 +48,9 @@ def _empty_select(table: str) -> str:
 def parts_select(table: str, parts: Sequence[Part]) -> str:
     """A select of the rows of ``table``'s ``parts``, named relative to the warehouse root. Parts
     kept in folders named by a column's value (``key_folder``) are read as Hive partitions of
-    that column: a filter on it skips the other parts unopened."""
+    that column: a filter on it skips the other parts unopened. Parts without rows (a source
+    without speedup pairs, kept so that it is not derived again) are not read."""
+    parts = [p for p in parts if p.rows]
     if not parts:
         return _empty_select(table)
     files = ", ".join(quote(p.file) for p in parts)
