@@ -99,7 +99,7 @@ def test_sql_runs_one_query(cli, mirror):
 
 def test_sql_keeps_the_parts_footers_between_queries(cli):
     done = cli("sql", "select current_setting('parquet_metadata_cache') as kept", "--format", "csv")
-    assert done.stdout.split() == ["kept", "true"]
+    assert done.stdout.split() == ["kept", "True"]
 
 
 def test_sql_without_a_query_is_an_interactive_prompt(cli):

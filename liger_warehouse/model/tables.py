@@ -42,6 +42,15 @@ DECOMPOSED = [
     ("sweep_series", pa.int64()),
     *((log, pa.float64()) for log in ("own_log", "sweep_own_log", "residual_log")),
 ]
+# A weak change point of a complete window of Otava's split, kept so that a refresh resumes the
+# series (analysis/otava_split.py): its place, its statistic, its neighbours and its t-test.
+WEAK_CHANGE_POINT = pa.struct(
+    [
+        *(("index", pa.int32()), ("qhat", pa.float64()), ("left", pa.int32()), ("right", pa.int32())),
+        *((f"{stat}_{side}", pa.float64()) for stat in ("mean", "std") for side in (1, 2)),
+        ("pvalue", pa.float64()),
+    ]
+)
 # A pairing's spread (sql/derived/fact_speedup_spread.sql), which fact_speedup_noise pools.
 SPEEDUP_SPREAD = [
     *((f"{side}_series_digest", DIGEST) for side in ("liger", "baseline")),
@@ -200,24 +209,7 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("last_seq", pa.int32()),
             ("prefix_digest", DIGEST),
             ("resume_index", pa.int32()),
-            (
-                "weak_change_points",
-                pa.list_(
-                    pa.struct(
-                        [
-                            ("index", pa.int32()),
-                            ("qhat", pa.float64()),
-                            ("left", pa.int32()),
-                            ("right", pa.int32()),
-                            ("mean_1", pa.float64()),
-                            ("mean_2", pa.float64()),
-                            ("std_1", pa.float64()),
-                            ("std_2", pa.float64()),
-                            ("pvalue", pa.float64()),
-                        ]
-                    )
-                ),
-            ),
+            ("weak_change_points", pa.list_(WEAK_CHANGE_POINT)),
             (
                 "change_points",
                 pa.list_(pa.struct([("index", pa.int32()), ("pvalue", pa.float64())])),
@@ -329,13 +321,10 @@ SCHEMAS: dict[str, pa.Schema] = {
     ),
     "fact_restatement": pa.schema(
         [
-            ("source_key", pa.string()),
-            ("result_digest", DIGEST),
-            ("restated_revision_digest", DIGEST),
-            ("replacement_digest", DIGEST),
+            *(("source_key", pa.string()), ("result_digest", DIGEST)),
+            *((name, DIGEST) for name in ("restated_revision_digest", "replacement_digest")),
             *((f"replacement_{q}", pa.float64()) for q in ("p20", "p50", "p80")),
-            ("replacement_version", pa.string()),
-            ("replacement_observed_at", TS),
+            *(("replacement_version", pa.string()), ("replacement_observed_at", TS)),
         ]
     ),
     "fact_speedup_point": pa.schema(
