@@ -59,8 +59,8 @@ DESCRIPTIONS = {
     "publish by sql/derived/fact_speedup_pair.sql.",
     "fact_restatement": "One row per result upstream no longer shows: the revision that changed it "
     "(the first of its source after the last that showed it; null when upstream stopped listing the "
-    "source) and the result of the same series that revision holds (null when it dropped the series): "
-    "what restatements reads. One part per source. Derived at publish by "
+    "source or the import was withdrawn) and the result of the same series that revision holds (null "
+    "when it dropped the series): what restatements reads. One part per source. Derived at publish by "
     "sql/derived/fact_restatement.sql.",
     "fact_speedup_point": "One row per pairing of a Liger series with a baseline series and build: "
     "the median speedup over the pairs the build stands on (its runs, else its main-branch rows), how "

@@ -54,7 +54,8 @@ DEFAULT_MEMORY_LIMIT = "1GB"
 SESSION_SETTINGS = ("memory_limit",)
 # A part is never rewritten (new rows make a new part), so a reading connection keeps the parts'
 # Parquet footers between its queries instead of parsing them again: at 10^7 results one
-# question reads 3,337 parts of a table (docs/PERFORMANCE.md, "Parquet footers kept").
+# question reads 3,337 parts of a table (docs/PERFORMANCE.md, "Restatements kept at publish, and
+# Parquet footers kept per session").
 READER_CACHE = {"parquet_metadata_cache": "true"}
 
 
