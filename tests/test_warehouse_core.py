@@ -7,11 +7,13 @@ import gzip
 import hashlib
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from liger_warehouse.audit import checks
+from liger_warehouse.serve.database import build_database
 from liger_warehouse.store.generations import GenerationStore
 from liger_warehouse.store.storage import Storage
 from tests.conftest import MIRROR, refresh, require_mirror
@@ -202,3 +204,15 @@ def test_mirror_directory_and_github_give_the_same_digests(mirror_warehouse, tmp
     assert local.result.success
     sql = "select result_digest, is_current, first_revision_digest, last_revision_digest from fact_result order by 1"
     assert _query(local.database, sql) == _query(mirror_warehouse.database, sql)
+
+
+def test_views_are_not_built_over_a_generation_without_a_derived_table(mirror_warehouse, tmp_path):
+    """After an upgrade that adds a derived table, the views (``liger_duckdb`` alone) wait for a
+    refresh to derive it: over the missing table a view would answer with no rows."""
+    gens = GenerationStore(Storage(str(mirror_warehouse.root)))
+    published = gens.current()
+    older = replace(published, tables={t: p for t, p in published.tables.items() if t != "fact_restatement"})
+    said = "derived before fact_restatement existed: run `liger-warehouse refresh`"
+    with pytest.raises(FileNotFoundError, match=said):
+        build_database(gens, older, tmp_path / "liger.duckdb")
+    assert list(tmp_path.iterdir()) == [], "nothing written"

@@ -105,7 +105,10 @@ def create_views(
 
 
 def build_database(gens: GenerationStore, gen: Generation, target: Path, sql_dir: Path = SQL_DIR) -> list[str]:
-    """Write ``target`` for generation ``gen``; returns the names of the views created."""
+    """Write ``target`` for generation ``gen``; returns the names of the views created. Refuses
+    a generation derived before one of today's derived tables existed (``liger_duckdb``
+    materialized alone after an upgrade, before a refresh derived it)."""
+    _has_derived_tables(gen, gens.storage)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f"{target.name}.tmp-{uuid.uuid4().hex}")
     try:
