@@ -52,10 +52,9 @@ NO_DOWNLOADS = {"autoinstall_known_extensions": "false"}
 DEFAULT_MEMORY_LIMIT = "1GB"
 # The one setting a locked-down session may still change (README: `set memory_limit`).
 SESSION_SETTINGS = ("memory_limit",)
-# A part is never rewritten (new rows make a new part), so a reading connection keeps the parts'
-# Parquet footers between its queries instead of parsing them again: at 10^7 results one
-# question reads 3,337 parts of a table (docs/PERFORMANCE.md, "Restatements kept at publish, and
-# Parquet footers kept per session").
+# A part is never rewritten, so a reading connection keeps the parts' Parquet footers between its
+# queries: at 10^7 results one question reads 3,337 parts of a table (docs/PERFORMANCE.md,
+# "Restatements kept at publish, and Parquet footers kept per session").
 READER_CACHE = {"parquet_metadata_cache": "true"}
 
 
