@@ -52,10 +52,10 @@ NO_DOWNLOADS = {"autoinstall_known_extensions": "false"}
 DEFAULT_MEMORY_LIMIT = "1GB"
 # The one setting a locked-down session may still change (README: `set memory_limit`).
 SESSION_SETTINGS = ("memory_limit",)
-# A part is never rewritten, so a reading connection keeps the parts' Parquet footers between its
-# queries: at 10^7 results one question reads 3,337 parts of a table (docs/PERFORMANCE.md,
-# "Restatements kept at publish, and Parquet footers kept per session").
-READER_CACHE = {"parquet_metadata_cache": "true"}
+# A part is never rewritten, so a reader keeps the parts' Parquet footers between its queries
+# (docs/PERFORMANCE.md, "Restatements kept at publish, and Parquet footers kept per session");
+# DuckDB takes the setting at connect only with extension downloads off.
+READER_CACHE = {**NO_DOWNLOADS, "parquet_metadata_cache": "true"}
 
 
 class MissingViews(RuntimeError):

@@ -18,10 +18,11 @@ with gone as (
 changed_by as (
     select
         g.result_digest,
+        g.series_digest,
         arg_min(n.revision_digest, n.seq) as revision_digest
     from gone as g
     join dim_upstream_revision as n on n.source_key = g.source_key and n.seq > g.last_seq
-    group by g.result_digest
+    group by g.result_digest, g.series_digest
 ),
 -- What the revisions that changed something held, each with its series: a few revisions, not
 -- every membership.
@@ -46,8 +47,7 @@ replacement as (
             order by m.observed_at desc, m.result_digest
         ) as new
     from changed_by as c
-    join gone as g using (result_digest)
-    join changed_member as m on m.revision_digest = c.revision_digest and m.series_digest = g.series_digest
+    join changed_member as m on m.revision_digest = c.revision_digest and m.series_digest = c.series_digest
     group by c.result_digest
 )
 select
