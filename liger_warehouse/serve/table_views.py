@@ -34,15 +34,25 @@ case when current_setting('file_search_path') = '' then error({quote(ROOT_UNSET)
 ONE_FILE_MACRO = "warehouse_file"
 
 
-@cache
 def _empty_select(table: str) -> str:
     """No rows, but the table's columns and types: an empty table needs no file."""
-    from liger_warehouse.model.tables import empty
+    return _empty_selects()[table]
+
+
+@cache
+def _empty_selects() -> dict[str, str]:
+    """Every table's empty select, typed in one connection: opening one per table cost a refresh
+    0.4 s (18 empty tables in a refresh's audit, 23 ms each)."""
+    from liger_warehouse.model.tables import SCHEMAS, empty
 
     with duckdb.connect() as con:
-        relation = con.from_arrow(empty(table))
-        columns = zip(relation.columns, relation.types, strict=True)
-    return "select " + ", ".join(f'cast(null as {kind}) as "{name}"' for name, kind in columns) + " where false"
+        relations = {table: con.from_arrow(empty(table)) for table in SCHEMAS}
+        return {
+            table: "select "
+            + ", ".join(f'cast(null as {kind}) as "{name}"' for name, kind in zip(r.columns, r.types, strict=True))
+            + " where false"
+            for table, r in relations.items()
+        }
 
 
 def parts_select(table: str, parts: Sequence[Part]) -> str:
