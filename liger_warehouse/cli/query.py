@@ -14,7 +14,7 @@ import typer
 
 from liger_warehouse.cli.app import CliError, WarehouseOpt, app, console, open_database
 from liger_warehouse.cli.output import Format, write
-from liger_warehouse.serve.database import NotAQuery, read_only_statements
+from liger_warehouse.serve.read_only_sql import NotAQuery, read_only_statements
 
 FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="table for people; csv or json for programs.")]
 

@@ -90,6 +90,25 @@ def _key_column(parts: Sequence[Part]) -> str | None:
     return column if equals else None
 
 
-def table_view_sql(gen: Generation, table: str) -> str:
-    """The view of ``table``: the parts generation ``gen`` holds."""
-    return f"create or replace view {table} as {parts_select(table, gen.parts(table))}"
+def table_view_sql(gen: Generation, table: str, readers: bool = False) -> str:
+    """The view of ``table``: the parts generation ``gen`` holds; for ``readers``, through the
+    table's readers' copy when it has one (``readers_select``)."""
+    select = readers_select(gen, table) if readers else parts_select(table, gen.parts(table))
+    return f"create or replace view {table} as {select}"
+
+
+def readers_select(gen: Generation, table: str) -> str:
+    """The rows of ``table`` in ``gen`` as readers read them: its readers' copy (one file, sorted
+    so that filters skip most of it), less the rows of keys whose parts were replaced or removed
+    since the copy was written, and the parts beside it. The same rows as ``parts_select``."""
+    copy = gen.readers.get(table)
+    parts = gen.parts(table)
+    if copy is None:
+        return parts_select(table, parts)
+    current = {p.file for p in parts}
+    covered = {p.file for p in copy.covers}
+    select = f"select {_columns(table)} from read_parquet(warehouse_files([{quote(copy.file)}]))"
+    if stale := sorted({p.key for p in copy.covers if p.file not in current}):
+        select += f' where "{_key_column(copy.covers)}" not in ({", ".join(quote(k) for k in stale)})'
+    beside = [p for p in parts if p.file not in covered and p.rows]
+    return f"{select} union all {parts_select(table, beside)}" if beside else select

@@ -87,6 +87,16 @@ class Part:
 
 
 @dataclass
+class ReadersCopy:
+    """One file holding the rows of a table's ``covers`` parts, sorted for readers
+    (``store/readers_copy.py``)."""
+
+    file: str
+    rows: int
+    covers: list[Part]
+
+
+@dataclass
 class Generation:
     id: str
     parent: str | None
@@ -95,6 +105,8 @@ class Generation:
     summary: dict = field(default_factory=dict)
     # The identities its digests follow; a manifest written before versions existed is 1.
     schema_version: int = SCHEMA_VERSION
+    # The readers' copies of its tables, by table; a manifest written before them has none.
+    readers: dict[str, ReadersCopy] = field(default_factory=dict)
 
     def parts(self, table: str) -> list[Part]:
         return self.tables.get(table, [])
@@ -109,7 +121,11 @@ class Generation:
     def from_json(cls, text: str) -> Generation:
         data = json.loads(text)
         tables = {name: [Part(**p) for p in parts] for name, parts in data.pop("tables").items()}
-        return cls(tables=tables, **{"schema_version": 1, **data})
+        readers = {
+            name: ReadersCopy(copy["file"], copy["rows"], [Part(**p) for p in copy["covers"]])
+            for name, copy in data.pop("readers", {}).items()
+        }
+        return cls(tables=tables, readers=readers, **{"schema_version": 1, **data})
 
 
 def new_generation_id(now: datetime | None = None) -> str:

@@ -3,6 +3,7 @@
 import dagster as dg
 
 from liger_warehouse.model.tables import SCHEMAS
+from liger_warehouse.serve.readers_copy import with_readers_copies
 from pipelines.defs.resources import UpstreamResource, WarehouseResource
 from pipelines.defs.warehouse.assets import migration_metadata, revisions_metadata
 from pipelines.defs.warehouse.checks import SPECS
@@ -50,14 +51,21 @@ def published_generation(
     a generation that was never staged, is already published or superseded, or whose latest
     audit did not pass (a blocking check gates only the run it fails in).
 
+    Before the switch, it writes the readers' copies the published tables need
+    (``serve/readers_copy.py``) into the manifest.
+
     Its metadata is the refresh at a glance: the results added, restated and removed, and the
-    upstream revisions ingested, each linked to its commit, and the rows of every table; after a
-    schema migration, the version migrated from and how many digests changed. Its row
-    count and columns are those of its manifest: one row per Parquet part."""
+    upstream revisions ingested, each linked to its commit, the readers' copies written, and
+    the rows of every table; after a schema migration, the version migrated from and how many
+    digests changed. Its row count and columns are those of its manifest: one row per Parquet
+    part."""
     gens = warehouse.generations()
     # One asset of each step before this one: each step writes all its assets or none.
     gen = staged_input(context, gens, [INGEST_STEP, CHANGE_POINT_STEP, SQL_MODELS_STEP])
     _refuse_unless_audited(context, gen.id)
+    # The readers' copies of the audited parts, named in the manifest before it is published.
+    copies = with_readers_copies(gens, gen, gens.parent(gen))
+    gens.restage(gen)
     gens.publish(gen)
     summary = gen.summary
     return dg.MaterializeResult(
@@ -77,6 +85,9 @@ def published_generation(
                 "\n".join(f"- {r}" for r in summary.get("rejected", [])) or "none"
             ),
             "no_longer_upstream": len(summary.get("no_longer_upstream", [])),
+            "readers_copies_written": dg.MetadataValue.md(
+                "\n".join(f"- {table}: {seconds:.1f} s" for table, seconds in copies.items()) or "none"
+            ),
             **{f"rows/{t}": n for t, n in summary.get("row_counts", {}).items()},
         }
     )
