@@ -87,18 +87,22 @@ def _parts(count: int, rows: int = 100, prefix: str = "p") -> list[Part]:
 
 def test_a_copy_is_written_again_only_when_what_is_read_beside_it_adds_up():
     parts = _parts(40)
-    copy = ReadersCopy(file="tables/t/readers/x.parquet", rows=4000, covers=parts)
-    assert readers_copy.needs_rewrite(None, parts)
-    assert not readers_copy.needs_rewrite(copy, parts)
+    order = ("k",)
+    copy = ReadersCopy(file="tables/t/readers/x.parquet", rows=4000, order=["k"], covers=parts)
+    assert readers_copy.needs_rewrite(None, parts, order)
+    assert not readers_copy.needs_rewrite(copy, parts, order)
     # a nightly run a night: one small part beside the copy
-    assert not readers_copy.needs_rewrite(copy, [*parts, *_parts(1, prefix="n")])
+    assert not readers_copy.needs_rewrite(copy, [*parts, *_parts(1, prefix="n")], order)
     # more parts beside it than MAX_PARTS_BESIDE, however small
-    assert readers_copy.needs_rewrite(copy, [*parts, *_parts(readers_copy.MAX_PARTS_BESIDE + 1, rows=1, prefix="n")])
+    many = _parts(readers_copy.MAX_PARTS_BESIDE + 1, rows=1, prefix="n")
+    assert readers_copy.needs_rewrite(copy, [*parts, *many], order)
     # a quarter of its rows replaced (their keys read from the new parts, the copy's rows unread)
     replaced = _parts(10, prefix="p")
     replaced = [replace(p, file=p.file.replace(".parquet", "-new.parquet")) for p in replaced]
-    assert readers_copy.needs_rewrite(copy, [*replaced, *parts[10:]])
-    assert not readers_copy.needs_rewrite(copy, [*replaced[:5], *parts[5:]])
+    assert readers_copy.needs_rewrite(copy, [*replaced, *parts[10:]], order)
+    assert not readers_copy.needs_rewrite(copy, [*replaced[:5], *parts[5:]], order)
+    # a copy sorted otherwise (by an earlier version)
+    assert readers_copy.needs_rewrite(copy, parts, ("k", "other"))
 
 
 def test_publishing_keeps_the_copies_that_serve_and_writes_those_that_do_not(copied):

@@ -24,9 +24,11 @@ from liger_warehouse.serve.database import open_duckdb
 from liger_warehouse.serve.table_views import parts_select
 from liger_warehouse.store.generations import ROW_GROUP_ROWS, Generation, GenerationStore, Part, ReadersCopy
 
-# Each table with a copy, and its sort: the columns the README's questions filter on first.
+# Each table with a copy, and its sort: the columns its readers filter on first (a comparison of
+# two builds reads one `head_build`; a speedup question one metric and baseline). Sorted so, a
+# row group holds few distinct digests, which Parquet's dictionaries then store once.
 ORDER = {
-    "fact_build_step": ("series_digest", "head_build", "base_build"),
+    "fact_build_step": ("head_build", "series_digest", "base_build"),
     "fact_speedup_pair": ("metric", "baseline_provider", "liger_series_digest", "baseline_series_digest", "source_key"),
     "fact_speedup_point": ("metric", "baseline_provider", "liger_series_digest", "baseline_series_digest", "build"),
 }
@@ -38,9 +40,10 @@ MAX_PARTS_BESIDE = 32
 MAX_SHARE_BESIDE = 0.25
 
 
-def needs_rewrite(copy: ReadersCopy | None, parts: list[Part]) -> bool:
-    """Whether a table in ``parts`` (those with rows) needs its copy written, given the one it has."""
-    if copy is None:
+def needs_rewrite(copy: ReadersCopy | None, parts: list[Part], order: tuple[str, ...]) -> bool:
+    """Whether a table in ``parts`` (those with rows) needs its copy written, given the one it has
+    and the ``order`` it should be in."""
+    if copy is None or tuple(copy.order) != order:
         return True
     current = {p.file for p in parts}
     covered = {p.file for p in copy.covers}
@@ -60,7 +63,7 @@ def with_readers_copies(gens: GenerationStore, gen: Generation, parent: Generati
         if len(parts) < MIN_PARTS:
             gen.readers.pop(table, None)
             continue
-        if needs_rewrite(copy, parts):
+        if needs_rewrite(copy, parts, order):
             started = time.perf_counter()
             copy = write_copy(gens, table, parts, order)
             written[table] = time.perf_counter() - started
@@ -72,8 +75,8 @@ def write_copy(gens: GenerationStore, table: str, parts: list[Part], order: tupl
     """One file of the rows of ``parts``, sorted by ``order``, named by its content. Streamed:
     DuckDB sorts under its memory limit, spilling to disk, and a table of 10^7 rows is never
     held whole in Python."""
-    # Then by every other column: rows equal in ``order`` come in one order, so the same rows
-    # make the same file.
+    # By ``order``, then by every other column: rows equal in ``order`` come in one order, so
+    # the same rows make the same file.
     columns = ", ".join(f'"{c}"' for c in [*order, *(c for c in SCHEMAS[table].names if c not in order)])
     with open_duckdb(gens.storage) as con:
         rows = con.sql(f"{parts_select(table, parts)} order by {columns}").to_arrow_reader(ROW_GROUP_ROWS)
@@ -81,4 +84,4 @@ def write_copy(gens: GenerationStore, table: str, parts: list[Part], order: tupl
     expected = sum(p.rows for p in parts)
     if part.rows != expected:
         raise RuntimeError(f"the readers' copy of {table} holds {part.rows} rows, its {len(parts)} parts {expected}")
-    return ReadersCopy(file=part.file, rows=part.rows, covers=parts)
+    return ReadersCopy(file=part.file, rows=part.rows, order=list(order), covers=parts)

@@ -88,11 +88,12 @@ class Part:
 
 @dataclass
 class ReadersCopy:
-    """One file holding the rows of a table's ``covers`` parts, sorted for readers
-    (``store/readers_copy.py``)."""
+    """One file holding the rows of a table's ``covers`` parts, sorted by ``order`` for readers
+    (``serve/readers_copy.py``)."""
 
     file: str
     rows: int
+    order: list[str]
     covers: list[Part]
 
 
@@ -122,7 +123,7 @@ class Generation:
         data = json.loads(text)
         tables = {name: [Part(**p) for p in parts] for name, parts in data.pop("tables").items()}
         readers = {
-            name: ReadersCopy(copy["file"], copy["rows"], [Part(**p) for p in copy["covers"]])
+            name: ReadersCopy(copy["file"], copy["rows"], copy["order"], [Part(**p) for p in copy["covers"]])
             for name, copy in data.pop("readers", {}).items()
         }
         return cls(tables=tables, readers=readers, **{"schema_version": 1, **data})
