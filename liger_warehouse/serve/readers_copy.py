@@ -26,9 +26,10 @@ from liger_warehouse.store.generations import ROW_GROUP_ROWS, Generation, Genera
 
 # Each table with a copy, and its sort. A speedup question reads one metric and baseline, so
 # those lead. `fact_build_step` is read for some series (the regressions of one kernel) or one
-# pair of builds (a comparison): by series first, the regressions view of one kernel and GPU at
-# 10^7 results took 1.2-1.35 s against 1.9-2.0 s by build first, and a comparison 0.44-0.50 s
-# against 0.39-0.48 s (by hand, docs/PERFORMANCE.md).
+# pair of builds (a comparison); at 10^7 results the two sorts came out close (by series first,
+# the regressions view of one kernel and GPU 1.5-1.8 s, comparisons 0.45-0.66 s; by build
+# first 1.6-1.8 s and 0.36-0.51 s, docs/PERFORMANCE.md), and by series the file is smaller
+# (688 MB against 883 MB).
 ORDER = {
     "fact_build_step": ("series_digest", "head_build", "base_build"),
     "fact_speedup_pair": ("metric", "baseline_provider", "liger_series_digest", "baseline_series_digest", "source_key"),
