@@ -47,7 +47,6 @@ import pyarrow.compute as pc
 
 from liger_warehouse.analysis.build_order import APPENDED_SERIES_BUILDS, appended_builds
 from liger_warehouse.analysis.model_rows import (
-    ORDER,
     derivation_version,
     derive,
     grouped,
@@ -67,6 +66,7 @@ from liger_warehouse.analysis.part_inputs import (
     sized_batches,
 )
 from liger_warehouse.analysis.run_batches import RUN_SEQ, appended_reaching, run_batches, runs_reaching
+from liger_warehouse.model.derived_order import ORDER
 from liger_warehouse.model.tables import SCHEMAS, empty
 from liger_warehouse.serve.database import SQL_DIR
 from liger_warehouse.serve.table_views import parts_select

@@ -16,6 +16,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from liger_warehouse.model.derived_order import ORDER
 from liger_warehouse.model.tables import SCHEMAS, SQL_MODELS
 from liger_warehouse.serve.database import SQL_DIR, analytic_view_files
 from liger_warehouse.serve.sql_files import SqlFile, declared_reads, read_by
@@ -25,23 +26,6 @@ from liger_warehouse.store.generations import Generation, Part
 MODEL_DIR = SQL_DIR / "derived"
 # Rows per Arrow batch streamed from DuckDB.
 STREAM_ROWS = 65_536
-# Rows in a stable order, so that an unchanged table is the same bytes and keeps its part.
-ORDER = {
-    "dim_series": ["series_digest"],
-    "dim_build": ["build_rank"],
-    "fact_run_point": ["run", "series_digest"],
-    "fact_recent_point": ["run", "series_digest"],
-    "fact_build_point": ["build", "series_digest"],
-    "fact_build_step": ["head_build", "base_build", "series_digest"],
-    "fact_speedup_pair": ["source_key", "liger_result_digest", "baseline_result_digest"],
-    "fact_speedup_point": ["build", "liger_series_digest", "baseline_series_digest"],
-    "fact_run_step": ["head_run", "series_digest"],
-    "fact_series_spread": ["series_digest"],
-    "fact_series_noise": ["series_digest"],
-    "fact_speedup_spread": ["liger_series_digest", "baseline_series_digest"],
-    "fact_speedup_noise": ["liger_series_digest", "baseline_series_digest"],
-    "fact_restatement": ["source_key", "result_digest"],
-}
 
 
 def model_sql(name: str, model_dir: Path = MODEL_DIR) -> str:

@@ -13,7 +13,8 @@ from hashlib import sha256
 import duckdb
 import pyarrow as pa
 
-from liger_warehouse.analysis.model_rows import ORDER, derivation_version
+from liger_warehouse.analysis.model_rows import derivation_version
+from liger_warehouse.model.derived_order import ORDER
 from liger_warehouse.model.tables import SQL_MODELS
 from liger_warehouse.store.generations import Generation, key_folder
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import time
 
-from liger_warehouse.model.tables import SCHEMAS
+from liger_warehouse.model.derived_order import ORDER as STABLE_ORDER
 from liger_warehouse.serve.database import open_duckdb
 from liger_warehouse.serve.table_views import parts_select
 from liger_warehouse.store.generations import ROW_GROUP_ROWS, Generation, GenerationStore, Part, ReadersCopy
@@ -48,11 +48,9 @@ def needs_rewrite(copy: ReadersCopy | None, parts: list[Part], order: tuple[str,
     and the ``order`` it should be in."""
     if copy is None or tuple(copy.order) != order:
         return True
-    current = {p.file for p in parts}
-    covered = {p.file for p in copy.covers}
-    beside = [p for p in parts if p.file not in covered]
-    stale = sum(p.rows for p in copy.covers if p.file not in current)
-    return len(beside) > MAX_PARTS_BESIDE or sum(p.rows for p in beside) + stale > MAX_SHARE_BESIDE * copy.rows
+    beside = copy.beside(parts)
+    unread = sum(p.rows for p in [*beside, *copy.stale(parts)])
+    return len(beside) > MAX_PARTS_BESIDE or unread > MAX_SHARE_BESIDE * copy.rows
 
 
 def with_readers_copies(gens: GenerationStore, gen: Generation, parent: Generation) -> dict[str, float]:
@@ -78,9 +76,8 @@ def write_copy(gens: GenerationStore, table: str, parts: list[Part], order: tupl
     """One file of the rows of ``parts``, sorted by ``order``, named by its content. Streamed:
     DuckDB sorts under its memory limit, spilling to disk, and a table of 10^7 rows is never
     held whole in Python."""
-    # By ``order``, then by every other column: rows equal in ``order`` come in one order, so
-    # the same rows make the same file.
-    columns = ", ".join(f'"{c}"' for c in [*order, *(c for c in SCHEMAS[table].names if c not in order)])
+    # Ties broken by the table's stable order, so the same rows make the same file.
+    columns = ", ".join(f'"{c}"' for c in [*order, *(c for c in STABLE_ORDER[table] if c not in order)])
     with open_duckdb(gens.storage) as con:
         rows = con.sql(f"{parts_select(table, parts)} order by {columns}").to_arrow_reader(ROW_GROUP_ROWS)
         part = gens.write_content_part(table, rows, folder="readers")

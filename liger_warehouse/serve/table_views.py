@@ -105,10 +105,8 @@ def readers_select(gen: Generation, table: str) -> str:
     parts = gen.parts(table)
     if copy is None:
         return parts_select(table, parts)
-    current = {p.file for p in parts}
-    covered = {p.file for p in copy.covers}
     select = f"select {_columns(table)} from read_parquet(warehouse_files([{quote(copy.file)}]))"
-    if stale := sorted({p.key for p in copy.covers if p.file not in current}):
+    if stale := sorted({p.key for p in copy.stale(parts)}):
         select += f' where "{_key_column(copy.covers)}" not in ({", ".join(quote(k) for k in stale)})'
-    beside = [p for p in parts if p.file not in covered and p.rows]
+    beside = copy.beside(parts)
     return f"{select} union all {parts_select(table, beside)}" if beside else select

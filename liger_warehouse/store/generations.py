@@ -96,6 +96,17 @@ class ReadersCopy:
     order: list[str]
     covers: list[Part]
 
+    def beside(self, parts: list[Part]) -> list[Part]:
+        """The ``parts`` with rows that it does not cover: written since, read beside it."""
+        covered = {p.file for p in self.covers}
+        return [p for p in parts if p.file not in covered and p.rows]
+
+    def stale(self, parts: list[Part]) -> list[Part]:
+        """The parts it covers that are no longer among ``parts`` (replaced or removed): their
+        rows in it are not read."""
+        current = {p.file for p in parts}
+        return [p for p in self.covers if p.file not in current]
+
 
 @dataclass
 class Generation:
