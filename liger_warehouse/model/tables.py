@@ -28,7 +28,7 @@ PARAM = pa.struct(
 DECOMPOSED = [
     ("series_digest", DIGEST),
     ("is_liger", pa.bool_()),
-    *((key, pa.string()) for key in ("sweep_key", "kernel_key", "host_key")),
+    *((key, pa.string()) for key in ("sweep_key", "kernel_key", "host_key", "kernel", "gpu")),
     *(
         column
         for side in ("base", "head")

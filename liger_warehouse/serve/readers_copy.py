@@ -25,13 +25,11 @@ from liger_warehouse.serve.table_views import parts_select
 from liger_warehouse.store.generations import ROW_GROUP_ROWS, Generation, GenerationStore, Part, ReadersCopy
 
 # Each table with a copy, and its sort. A speedup question reads one metric and baseline, so
-# those lead. `fact_build_step` is read for some series (the regressions of one kernel) or one
-# pair of builds (a comparison); at 10^7 results the two sorts came out close (by series first,
-# the regressions view of one kernel and GPU 1.5-1.8 s, comparisons 0.45-0.66 s; by build
-# first 1.6-1.8 s and 0.36-0.51 s, docs/PERFORMANCE.md), and by series the file is smaller
-# (688 MB against 883 MB).
+# those lead. `fact_build_step` is read for the series of one kernel and GPU (the regressions
+# view, version_steps) or one pair of builds (a comparison): sorted by kernel and GPU, a filter on
+# them skips the other kernels' row groups, and a series' rows stay together.
 ORDER = {
-    "fact_build_step": ("series_digest", "head_build", "base_build"),
+    "fact_build_step": ("kernel", "gpu", "series_digest", "head_build", "base_build"),
     "fact_speedup_pair": ("metric", "baseline_provider", "liger_series_digest", "baseline_series_digest", "source_key"),
     "fact_speedup_point": ("metric", "baseline_provider", "liger_series_digest", "baseline_series_digest", "build"),
 }

@@ -2,8 +2,10 @@
 -- the change between them split into what the verdict judges (docs/VERDICTS.md), computed from
 -- the points. `decompose` is this with the pairs of consecutive builds read from `fact_build_step`.
 --
--- `pairs` is a list of {base_kind, base_key, head_kind, head_key} (see `side_points`). All
--- changes are natural logs of head p50 / base p50:
+-- `pairs` is a list of {base_kind, base_key, head_kind, head_key} (see `side_points`). Each row
+-- carries its series' kernel and GPU: stored in `fact_build_step`, whose readers' copy is sorted by
+-- them, a question about one kernel reads that kernel's rows only. All changes are natural logs
+-- of head p50 / base p50:
 --   change_log      the raw change;
 --   drift_log       host drift: the median change of the baselines (providers Liger does not
 --                   control) on the same GPU and metric;
@@ -53,6 +55,8 @@ paired as (
         s.sweep_key,
         s.kernel_key,
         s.host_key,
+        s.kernel,
+        s.gpu,
         e.* exclude (pair, series_digest),
         ln(e.head_p50 / e.base_p50) as change_log
     from ends as e

@@ -1,9 +1,10 @@
 -- judge(pairs, threshold [, steps := false]): `decompose(pairs, steps)` with each series' noise,
 -- its labels (`dim_series`: kernel, mode, provider, backend, metric, unit, GPU, architecture,
 -- workload, x) and the verdict: one row per pair and series on both sides, carrying the evidence
--- the verdict was reached on. The labels are joined here, on the steps as they are read, so that a
--- filter on them (one kernel, one GPU) drops the other series' steps at that join, before their
--- noise and verdict are computed.
+-- the verdict was reached on. Kernel and GPU come with the steps (`decompose_points`), so that a
+-- filter on them reaches the scan of the stored steps; the other labels are joined here, on the
+-- steps as they are read, so that a filter on them drops the other series' steps at that join,
+-- before their noise and verdict are computed.
 --
 -- Changes are fractions (0.10 = 10% higher): `change` is the raw change of p50, `drift` what the
 -- baselines explain of it (host drift, plus the kernel's own baselines for a Liger series),
@@ -21,13 +22,11 @@ with judged as (
         n.sweep_noise,
         n.detectable_change,
         sqrt((1.0 / d.base_runs + 1.0 / d.head_runs) / 2) as noise_scale,
-        s.kernel,
         s.mode,
         s.provider,
         s.backend,
         s.metric,
         s.unit,
-        s.gpu,
         s.architecture,
         s.workload,
         s.x_name,
