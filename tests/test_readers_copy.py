@@ -3,11 +3,13 @@ scan whole, read with the parts written since, giving the rows of the parts and 
 
 from __future__ import annotations
 
+import json
 import shutil
 from dataclasses import replace
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from liger_warehouse.serve import readers_copy
@@ -51,6 +53,30 @@ def test_the_reference_warehouse_reads_its_tables_through_their_copies(mirror_wa
             assert copy.covers == [p for p in gen.parts(table) if p.rows]
     for table in gen.readers:
         assert _same_rows(gens, gen, table) > 0
+
+
+def _scans(node: dict | list) -> list[dict]:
+    """The Parquet scans of a plan from ``explain (format json)``, as their details."""
+    if isinstance(node, list):
+        return [scan for child in node for scan in _scans(child)]
+    own = [node.get("extra_info", {})] if node.get("name") == "READ_PARQUET" else []
+    return own + _scans(node.get("children", []))
+
+
+def test_a_question_on_one_kernel_and_gpu_filters_the_scan_of_the_stored_steps(mirror_warehouse):
+    """The regressions of one kernel and GPU read that kernel's row groups of the steps' copy,
+    not every row: the copy is sorted by kernel and GPU, and the filter reaches its scan."""
+    gen = GenerationStore(Storage(mirror_warehouse.root)).current()
+    copy = gen.readers["fact_build_step"]
+    labels = pq.read_table(mirror_warehouse.root / copy.file, columns=["kernel", "gpu"])
+    assert labels.to_pylist() == sorted(labels.to_pylist(), key=lambda row: (row["kernel"], row["gpu"]))
+    with open_views(mirror_warehouse.database) as con:
+        kernel, gpu = con.execute("select kernel, gpu from dim_series group by all order by count(*) desc").fetchone()
+        [(_, plan)] = con.execute(
+            "explain (format json) select * from regressions where kernel = ? and gpu = ?", [kernel, gpu]
+        ).fetchall()
+    [steps] = [scan for scan in _scans(json.loads(plan)) if "head_build" in scan.get("Projections", [])]
+    assert f"(kernel = '{kernel}')" in steps["Filters"] and f"(gpu = '{gpu}')" in steps["Filters"]
 
 
 def _write(gens: GenerationStore, table: str, key: str, name: str, rows: pa.Table) -> Part:
