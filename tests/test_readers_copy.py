@@ -64,8 +64,9 @@ def _scans(node: dict | list) -> list[dict]:
 
 
 def test_a_question_on_one_kernel_and_gpu_filters_the_scan_of_the_stored_steps(mirror_warehouse):
-    """The regressions of one kernel and GPU read that kernel's row groups of the steps' copy,
-    not every row: the copy is sorted by kernel and GPU, and the filter reaches its scan."""
+    """The steps' copy is sorted by kernel and GPU, and a filter on them reaches the copy's scan,
+    so that at scale the other kernels' row groups are skipped (the real history's copy is one
+    row group; docs/PERFORMANCE.md measures the skip at 10^7 results)."""
     gen = GenerationStore(Storage(mirror_warehouse.root)).current()
     copy = gen.readers["fact_build_step"]
     labels = pq.read_table(mirror_warehouse.root / copy.file, columns=["kernel", "gpu"])

@@ -26,8 +26,8 @@ from liger_warehouse.store.generations import ROW_GROUP_ROWS, Generation, Genera
 
 # Each table with a copy, and its sort. A speedup question reads one metric and baseline, so
 # those lead. `fact_build_step` is read for the series of one kernel and GPU (the regressions
-# view, version_steps) or one pair of builds (a comparison): sorted by kernel and GPU, a filter on
-# them skips the other kernels' row groups, and a series' rows stay together.
+# view, the regressions command) or one pair of builds (a comparison): sorted by kernel and GPU,
+# a filter on them skips the other kernels' row groups, and a series' rows stay together.
 ORDER = {
     "fact_build_step": ("kernel", "gpu", "series_digest", "head_build", "base_build"),
     "fact_speedup_pair": ("metric", "baseline_provider", "liger_series_digest", "baseline_series_digest", "source_key"),
