@@ -167,6 +167,32 @@ def test_version_history_follows_build_order(db):
         assert [prev for *_, prev in points] == [None, *builds[:-1]]
 
 
+def test_version_history_keeps_a_build_whose_step_cannot_be_judged(tmp_path):
+    """A p50 of 0 is kept as measured, but a change from or to it has no ratio, so neither step
+    beside it is judged (decompose_points): version_history still shows that build and the one
+    after it, numbered and chained in build order, with no verdict."""
+    versions = ["0.9.0", "0.9.1", "0.9.2", "0.9.3"]
+    commits = [
+        [row("liger", p50, version, f"2026-01-0{day} 01:00:00"), row("torch", 2.0, version, f"2026-01-0{day} 01:00:00")]
+        for day, (version, p50) in enumerate(zip(versions, [1.0, 0.0, 1.1, 1.2], strict=True), start=1)
+    ]
+    built = refresh(tmp_path / "warehouse", upstream=str(write_mirror(tmp_path / "mirror", commits, {})))
+    assert built.result.success
+    got = _query(
+        built.database,
+        "select point, build, prev_build, p50, prev_p50, verdict is not null from version_history "
+        "where provider = 'liger' order by point",
+    )
+    assert got == [
+        (1, "0.9.0", None, 1.0, None, False),
+        (2, "0.9.1", "0.9.0", 0.0, None, False),
+        (3, "0.9.2", "0.9.1", 1.1, None, False),
+        (4, "0.9.3", "0.9.2", 1.2, 1.1, True),
+    ]
+    torch = _query(built.database, "select point, verdict is not null from version_history where provider = 'torch'")
+    assert sorted(torch) == [(1, False), (2, True), (3, True), (4, True)]
+
+
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory) -> Path:
     """Pre-releases, 0.9.10 after 0.9.2, release runs of a pre-release and a main-branch row

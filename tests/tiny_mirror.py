@@ -77,5 +77,6 @@ def write_mirror(root: Path, commits: list[list[list[str]]], runs: dict[str, lis
     for run, rows in runs.items():
         (pages / run).mkdir(parents=True)
         (pages / run / "benchmark.csv.gz").write_bytes(_csv(rows))
+    pages.mkdir(parents=True, exist_ok=True)  # a mirror may have no run yet
     (pages / "commits.txt").write_text("".join(f"{run}\n" for run in runs))
     return root

@@ -5,6 +5,7 @@ window over every build point). A refresh usually touches only the newest build 
 adds one); when every build it touches ranks after every other build, the other builds keep
 their pairs, and a touched build's series step from their latest other build. So only the
 touched builds' series are ordered (``APPENDED_SERIES_BUILDS``), not the whole history.
+Otherwise every build is ordered, and the heads derived again are those ``REDONE_HEADS`` finds.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ import duckdb
 import pyarrow as pa
 
 # ``series_builds``' rows for the series of ``touched_build`` when those builds rank after every other:
-# their points, each series' latest point in another build, and the step between them.
+# their points, each series' latest point in another build, and the step between them; `point`
+# counts on from the series' points in the other builds.
 APPENDED_SERIES_BUILDS = """
 with ranked as (
     select p.series_digest, p.build, b.build_rank, p.build in (select build from touched_build) as touched
@@ -21,10 +23,10 @@ with ranked as (
     join dim_build as b using (build)
 ),
 head as (
-    select series_digest, build, build_rank from ranked where touched
+    select series_digest, build, build_rank, 0 as before from ranked where touched
 ),
 latest as (
-    select series_digest, max_by(build, build_rank) as build, max(build_rank) as build_rank
+    select series_digest, max_by(build, build_rank) as build, max(build_rank) as build_rank, count(*) - 1 as before
     from ranked
     where not touched and series_digest in (select series_digest from head)
     group by series_digest
@@ -38,8 +40,31 @@ select
     series_digest,
     build,
     build_rank,
-    lag(build) over (partition by series_digest order by build_rank) as prev_build
+    row_number() over series_order + max(before) over (partition by series_digest) as point,
+    lag(build) over series_order as prev_build
 from side
+window series_order as (partition by series_digest order by build_rank)
+"""
+
+# The head builds of ``build_step`` with a touched build (``touched_build``) on either side, or
+# with a series step into them (``series_build_rows``: the build before and its number) other
+# than the published ``fact_build_step`` (``{held}``) holds.
+REDONE_HEADS = """
+with held as (
+    select series_digest, base_build as prev_build, head_build as build, head_point as point
+    from ({held})
+    where consecutive
+),
+wanted as (
+    select series_digest, prev_build, build, point from series_build_rows where prev_build is not null
+)
+select build from build_step
+where build in (select build from touched_build) or prev_build in (select build from touched_build)
+union
+select build from (select * from wanted except select * from held)
+union
+select build from (select * from held except select * from wanted)
+where build in (select build from build_step)
 """
 
 

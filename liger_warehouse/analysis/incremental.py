@@ -14,8 +14,9 @@ with the same rows a derivation from scratch gives:
   builds of changed run parts, the versions of changed main-branch or imported rows) and carries
   the others;
 - ``fact_build_step`` has one part per head build: it re-derives the heads of pairs of
-  consecutive builds with such a build on either side, or whose pairs changed, and carries the
-  others (a pair's rows read only its two builds' points);
+  consecutive builds with such a build on either side, or whose series' steps into them changed
+  (a pair gained or lost a series, a build inserted before them renumbered their series' builds),
+  and carries the others (a pair's rows read only its two builds' points and its series' order);
 - ``fact_recent_point`` and ``fact_run_step`` have one part per gh-pages run (the recent levels
   at it, the steps into it), named by a digest chained over the run point parts of every run up
   to it: a new run adds a part, the others are carried;
@@ -45,7 +46,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from liger_warehouse.analysis.build_order import APPENDED_SERIES_BUILDS, appended_builds
+from liger_warehouse.analysis.build_order import APPENDED_SERIES_BUILDS, REDONE_HEADS, appended_builds
 from liger_warehouse.analysis.model_rows import (
     derivation_version,
     derive,
@@ -325,22 +326,13 @@ class Incremental:
             con.execute("drop table series_build_rows")
 
     def _redone_heads(self, con: duckdb.DuckDBPyConnection, run_points: list[Part]) -> set[str]:
-        """The head builds whose pairs (``build_step``) include a touched build, or differ from
-        the pairs the published table holds for them."""
+        """The head builds with a touched build on either side of one of their pairs
+        (``build_step``), or with a series step into them (``series_build_rows``: its build before
+        and its number) other than the published table holds: a build inserted before others
+        renumbers its series' later builds."""
         con.register("touched_build", pa.table({"build": self._touched_builds(run_points)}))
         held = parts_select("fact_build_step", self.prior.parts("fact_build_step"))
-        redo = con.sql(
-            f"""
-            with held as (select distinct base_build as prev_build, head_build as build from ({held}))
-            select build from build_step
-            where build in (select build from touched_build) or prev_build in (select build from touched_build)
-            union
-            select build from (select * from build_step except select * from held)
-            union
-            select build from (select * from held except select * from build_step)
-            where build in (select build from build_step)
-            """
-        )
+        redo = con.sql(REDONE_HEADS.format(held=held))
         return set(redo.to_arrow_table()["build"].to_pylist())
 
     def _derive_steps(self, con: duckdb.DuckDBPyConnection, heads: pa.Array) -> dict[str, Part]:

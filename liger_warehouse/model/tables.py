@@ -291,10 +291,12 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("observed_at", TS),
         ]
     ),
-    # decompose_points of a pair of builds (run_steps): the pair as its two builds (runs);
-    # `decompose` (`run_steps`) rebuilds its `pair`
+    # decompose_points of a pair of builds (runs), the pair as its two; `decompose` (`run_steps`) rebuilds `pair`
     "fact_build_step": pa.schema(
-        [("base_build", pa.string()), ("head_build", pa.string()), *DECOMPOSED, ("consecutive", pa.bool_())]
+        [
+            *(("base_build", pa.string()), ("head_build", pa.string()), *DECOMPOSED),
+            *(("consecutive", pa.bool_()), ("head_point", pa.int64())),
+        ]
     ),
     "fact_run_step": pa.schema([("base_run", pa.string()), ("head_run", pa.string()), *DECOMPOSED]),
     "fact_speedup_pair": pa.schema(
@@ -381,8 +383,7 @@ DIMENSIONS = ("dim_protocol", "dim_workload", "dim_environment", "dim_implementa
 DIGEST_COLUMN = {name: name.removeprefix("dim_") + "_digest" for name in DIMENSIONS}
 DIGEST_COLUMN["dim_upstream_revision"] = "revision_digest"
 TABLES = tuple(SCHEMAS)
-# Derived tables written by the SQL models in sql/derived/, in the order they are built: each
-# may read the ones before it.
+# Derived tables written by the SQL models in sql/derived/, in build order: each may read those before.
 SQL_MODELS = (
     *("dim_series", "dim_build", "fact_run_point", "fact_recent_point", "fact_build_point", "fact_build_step"),
     *("fact_speedup_pair", "fact_speedup_point", "fact_run_step", "fact_series_spread", "fact_series_noise"),
@@ -390,8 +391,7 @@ SQL_MODELS = (
 )
 # Written by the change point detection (analysis/change_points.py).
 CHANGE_POINT_TABLES = ("fact_change_point", "change_point_state")
-# Derived tables are computed from a staged generation by later assets; ingest never writes
-# or carries them over, so a generation never publishes one computed from older facts.
+# Computed from a staged generation by later assets, never by ingest: none from older facts.
 DERIVED = (*CHANGE_POINT_TABLES, *SQL_MODELS)
 INGESTED = tuple(t for t in SCHEMAS if t not in DERIVED)
 

@@ -4,6 +4,7 @@
 -- `fact_build_step`, where publish stored that same decomposition; the others are computed from
 -- the points. With `steps := true`, also every series' own steps (the rows of `fact_build_step`
 -- between a series' consecutive builds): what version_steps and regressions judge, in one scan.
+-- `head_point` numbers such a step's head among its series' builds; null on the other rows.
 -- reads: decompose_points, fact_build_step
 create or replace macro decompose(pairs, steps := false) as table
 with wanted as (

@@ -1,6 +1,6 @@
 -- series_builds: one row per series and build that has a point of it (`fact_build_point`), in
 -- release order (`dim_build.build_rank`): `point` numbers a series' builds from 1, `prev_build` is
--- the build before (null on the first). Consecutive builds are the steps version_steps judges.
+-- the build before (null on the first). Consecutive builds are the steps fact_build_step stores.
 -- reads: dim_build, fact_build_point
 create or replace view series_builds as
 select
