@@ -51,7 +51,8 @@ DESCRIPTIONS = {
     "fact_build_step": "One row per series on both sides of each pair of builds consecutive for some "
     "series: the change between them split into host drift, the kernel's baselines, the sweep and the "
     "series' own (decompose); consecutive marks the rows whose pair is the series' own step, which "
-    "version_steps and regressions judge. One part per head build. Derived at publish by "
+    "version_steps and regressions judge, and head_point numbers that step's head among the series' builds. "
+    "One part per head build. Derived at publish by "
     "sql/derived/fact_build_step.sql; docs/VERDICTS.md.",
     "fact_speedup_pair": "One row per Liger result and baseline result one upstream revision showed "
     "together (same GPU, workload, mode, metric and Liger version), with both p50s and the build the "
