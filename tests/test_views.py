@@ -169,28 +169,41 @@ def test_version_history_follows_build_order(db):
 
 def test_version_history_keeps_a_build_whose_step_cannot_be_judged(tmp_path):
     """A p50 of 0 is kept as measured, but a change from or to it has no ratio, so neither step
-    beside it is judged (decompose_points): version_history still shows that build and the one
-    after it, numbered and chained in build order, with no verdict."""
+    beside it is judged (decompose_points): version_history still shows those builds, numbered
+    and chained in build order, with no verdict, whether the 0 is a series' first, middle or last
+    point; a series of one build has one row."""
     versions = ["0.9.0", "0.9.1", "0.9.2", "0.9.3"]
+    p50s = {"rms_norm": [1.0, 0.0, 1.1, 1.2], "geglu": [0.0, 1.0, 1.0, 0.0]}
     commits = [
-        [row("liger", p50, version, f"2026-01-0{day} 01:00:00"), row("torch", 2.0, version, f"2026-01-0{day} 01:00:00")]
-        for day, (version, p50) in enumerate(zip(versions, [1.0, 0.0, 1.1, 1.2], strict=True), start=1)
+        [
+            *(row("liger", p50s[kernel][day], version, f"2026-01-0{day + 1} 01:00:00", kernel) for kernel in p50s),
+            row("torch", 2.0, version, f"2026-01-0{day + 1} 01:00:00"),
+        ]
+        for day, version in enumerate(versions)
     ]
+    commits[-1].append(row("liger", 3.0, "0.9.3", "2026-01-04 01:00:00", "swiglu"))
     built = refresh(tmp_path / "warehouse", upstream=str(write_mirror(tmp_path / "mirror", commits, {})))
     assert built.result.success
     got = _query(
         built.database,
-        "select point, build, prev_build, p50, prev_p50, verdict is not null from version_history "
-        "where provider = 'liger' order by point",
+        "select kernel, point, build, prev_build, p50, prev_p50, verdict is not null from version_history "
+        "where provider = 'liger' order by kernel, point",
     )
     assert got == [
-        (1, "0.9.0", None, 1.0, None, False),
-        (2, "0.9.1", "0.9.0", 0.0, None, False),
-        (3, "0.9.2", "0.9.1", 1.1, None, False),
-        (4, "0.9.3", "0.9.2", 1.2, 1.1, True),
+        ("geglu", 1, "0.9.0", None, 0.0, None, False),
+        ("geglu", 2, "0.9.1", "0.9.0", 1.0, None, False),
+        ("geglu", 3, "0.9.2", "0.9.1", 1.0, 1.0, True),
+        ("geglu", 4, "0.9.3", "0.9.2", 0.0, None, False),
+        ("rms_norm", 1, "0.9.0", None, 1.0, None, False),
+        ("rms_norm", 2, "0.9.1", "0.9.0", 0.0, None, False),
+        ("rms_norm", 3, "0.9.2", "0.9.1", 1.1, None, False),
+        ("rms_norm", 4, "0.9.3", "0.9.2", 1.2, 1.1, True),
+        ("swiglu", 1, "0.9.3", None, 3.0, None, False),
     ]
     torch = _query(built.database, "select point, verdict is not null from version_history where provider = 'torch'")
     assert sorted(torch) == [(1, False), (2, True), (3, True), (4, True)]
+    steps = _query(built.database, "select count(*), count(verdict) from version_steps")
+    assert steps == [(len(got) + len(torch), 2 + len(torch) - 1)]
 
 
 @pytest.fixture(scope="module")

@@ -47,16 +47,28 @@ window series_order as (partition by series_digest order by build_rank)
 """
 
 # The head builds of ``build_step`` with a touched build (``touched_build``) on either side, or
-# with a series step into them (``series_build_rows``: the build before and its number) other
-# than the published ``fact_build_step`` (``{held}``) holds.
+# whose series steps (``series_build_rows``: each with the build before and its number) differ
+# from those the published ``fact_build_step`` (``{held}``) holds. Compared per head as a count
+# and a sum of hashes, so that each side is one row per build, not a set of every step held in
+# memory. A step from or to a point whose p50 is not positive is never stored (decompose_points),
+# so it is left out of what is wanted.
 REDONE_HEADS = """
-with held as (
-    select series_digest, base_build as prev_build, head_build as build, head_point as point
-    from ({held})
-    where consecutive
+with unjudged as (
+    select series_digest, build from fact_build_point where not coalesce(p50 > 0, false)
 ),
 wanted as (
-    select series_digest, prev_build, build, point from series_build_rows where prev_build is not null
+    select o.build, count(*) as steps, sum(hash(o.series_digest, o.prev_build, o.point)) as fingerprint
+    from series_build_rows as o
+    anti join unjudged as h on h.series_digest = o.series_digest and h.build = o.build
+    anti join unjudged as b on b.series_digest = o.series_digest and b.build = o.prev_build
+    where o.prev_build is not null
+    group by o.build
+),
+held as (
+    select head_build as build, count(*) as steps, sum(hash(series_digest, base_build, head_point)) as fingerprint
+    from ({held})
+    where consecutive
+    group by head_build
 )
 select build from build_step
 where build in (select build from touched_build) or prev_build in (select build from touched_build)

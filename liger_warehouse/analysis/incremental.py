@@ -289,9 +289,10 @@ class Incremental:
 
     def build_steps(self, con: duckdb.DuckDBPyConnection, run_points: list[Part]) -> list[Part]:
         """One part per head build: the pairs of consecutive builds into it. A head is re-derived
-        when a build on either side of one of its pairs was touched or its pairs changed (a
-        series' builds gained or lost one between two others); the other heads' parts are
-        carried (a pair's rows read only its two builds' points). From scratch, a batch of head
+        when a build on either side of one of its pairs was touched or its series' steps changed
+        (a series' builds gained or lost one before it, which also renumbers it); the other heads'
+        parts are carried (a pair's rows read only its two builds' points and its series' order,
+        ``head_point``). From scratch, a batch of head
         builds at a time, as fact_build_point. The builds' order (``series_builds``, a window
         over every build point) is computed once; each batch decomposes over the points of its
         pairs' builds only. When the touched builds come after every other build (a refresh that
@@ -326,10 +327,9 @@ class Incremental:
             con.execute("drop table series_build_rows")
 
     def _redone_heads(self, con: duckdb.DuckDBPyConnection, run_points: list[Part]) -> set[str]:
-        """The head builds with a touched build on either side of one of their pairs
-        (``build_step``), or with a series step into them (``series_build_rows``: its build before
-        and its number) other than the published table holds: a build inserted before others
-        renumbers its series' later builds."""
+        """``REDONE_HEADS``: the head builds with a touched build on either side of one of their
+        pairs, or whose series steps differ from those the published table holds (a build
+        inserted before others renumbers its series' later builds, so their heads are redone)."""
         con.register("touched_build", pa.table({"build": self._touched_builds(run_points)}))
         held = parts_select("fact_build_step", self.prior.parts("fact_build_step"))
         redo = con.sql(REDONE_HEADS.format(held=held))

@@ -391,7 +391,7 @@ SQL_MODELS = (
 )
 # Written by the change point detection (analysis/change_points.py).
 CHANGE_POINT_TABLES = ("fact_change_point", "change_point_state")
-# Computed from a staged generation by later assets, never by ingest: none from older facts.
+# Derived by later assets from a staged generation, never by ingest: none is published from older facts.
 DERIVED = (*CHANGE_POINT_TABLES, *SQL_MODELS)
 INGESTED = tuple(t for t in SCHEMAS if t not in DERIVED)
 

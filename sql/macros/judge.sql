@@ -4,7 +4,8 @@
 -- the verdict was reached on. Kernel and GPU come with the steps (`decompose_points`), so that a
 -- filter on them reaches the scan of the stored steps; the other labels are joined here, on the
 -- steps as they are read, so that a filter on them drops the other series' steps at that join,
--- before their noise and verdict are computed.
+-- before their noise and verdict are computed. `head_point` (from the stored steps) numbers the
+-- head among the series' builds on a series' own step, null on other rows.
 --
 -- Changes are fractions (0.10 = 10% higher): `change` is the raw change of p50, `drift` what the
 -- baselines explain of it (host drift, plus the kernel's own baselines for a Liger series),

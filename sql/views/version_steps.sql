@@ -1,8 +1,8 @@
 -- version_steps: each series' builds in release order (`dim_build.build_rank`), each with the
 -- previous build that has a point of the series and the judged step from it (`series_history`, at
--- the session's `regression_threshold()`). Of the judged step it carries only the columns
--- version_history shows (a view read whole pays for every column it carries). `point` numbers a
--- series' builds from 1; the first has no step.
+-- the session's `regression_threshold()`). Of the judged step it carries only the change, its
+-- evidence and the verdict (a view read whole pays for every column it carries; version_history
+-- has the rest). `point` numbers a series' builds from 1; the first has no step.
 -- reads: dim_build, regression_threshold, series_history
 create or replace view version_steps as
 select
