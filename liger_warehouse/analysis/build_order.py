@@ -50,11 +50,11 @@ window series_order as (partition by series_digest order by build_rank)
 # whose series steps (``series_build_rows``: each with the build before and its number) differ
 # from those the published ``fact_build_step`` (``{held}``) holds. Compared per head as a count
 # and a sum of hashes, so that each side is one row per build, not a set of every step held in
-# memory. A step from or to a point whose p50 is not positive is never stored (decompose_points),
+# memory. A step from or to a point that is not ``judgeable`` is never stored (decompose_points),
 # so it is left out of what is wanted.
 REDONE_HEADS = """
 with unjudged as (
-    select series_digest, build from fact_build_point where not coalesce(p50 > 0, false)
+    select series_digest, build from fact_build_point where not judgeable(p50)
 ),
 wanted as (
     select o.build, count(*) as steps, sum(hash(o.series_digest, o.prev_build, o.point)) as fingerprint

@@ -18,7 +18,7 @@
 --                   provider, metric and GPU, every workload), `sweep_own_log` the same less
 --                   the kernel drift: how the whole sweep moved;
 --   residual_log    adjusted_log - sweep_log: how this workload moved against its sweep.
--- reads: dim_series, side_points
+-- reads: dim_series, judgeable, side_points
 create or replace macro decompose_points(pairs) as table
 with wanted as (
     select unnest(pairs) as pair
@@ -61,7 +61,7 @@ paired as (
         ln(e.head_p50 / e.base_p50) as change_log
     from ends as e
     join dim_series as s using (series_digest)
-    where e.base_p50 > 0 and e.head_p50 > 0
+    where judgeable(e.base_p50) and judgeable(e.head_p50)
 ),
 host as (
     select pair, host_key, median(change_log) as drift_log

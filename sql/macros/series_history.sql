@@ -9,7 +9,7 @@
 -- whose step was not judged because a p50 on either side is not positive (`decompose_points`),
 -- numbered for those series alone. So no query numbers every point or joins every point to its
 -- step, which at 10^7 points spills both to disk.
--- reads: dim_build, fact_build_point, judge
+-- reads: dim_build, fact_build_point, judge, judgeable
 create or replace macro series_history(threshold) as table
 with step as (
     select
@@ -47,7 +47,7 @@ first_point as (
 unjudged_series as (
     select distinct series_digest
     from fact_build_point
-    where not coalesce(p50 > 0, false)
+    where not judgeable(p50)
 ),
 unjudged_series_point as (
     select
@@ -62,7 +62,7 @@ unjudged_series_point as (
 unjudged_point as (
     select series_digest, build, point, prev_build, p20, p50, p80, runs, sources
     from unjudged_series_point
-    where point > 1 and not coalesce(p50 > 0 and prev_p50 > 0, false)
+    where point > 1 and not (judgeable(p50) and judgeable(prev_p50))
 )
 select * from step
 union all by name
