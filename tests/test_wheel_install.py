@@ -3,7 +3,11 @@
 and away from the repository, builds liger.duckdb with every view ``sql/`` defines.
 
 The wheel is built by pip (build isolation: setuptools from the package index) and installed
-with its dependencies into a new venv; pip's cache makes that minutes, not more.
+alone (``--no-deps``) into a new venv. Its dependencies are the ones this environment already
+resolved, shown to the new venv as a site directory that holds only the distributions the wheel's
+own ``Requires-Dist`` reaches (extras left out): a module the package imports without declaring
+it is missing there, as in a user's install. Resolving them again against the package index took
+a minute of the suite's CPU and tests pip, not this package.
 """
 
 from __future__ import annotations
@@ -13,10 +17,15 @@ import re
 import shutil
 import subprocess
 import sys
+import sysconfig
 import zipfile
+from email.parser import Parser
+from importlib.metadata import PackageNotFoundError, distribution
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 from liger_warehouse.model.tables import SCHEMAS
 from liger_warehouse.serve.database import MissingViews, build_database
@@ -49,6 +58,49 @@ def _run(*args: str | Path, cwd: Path, env: dict[str, str] | None = None, timeou
     return done.stdout + done.stderr
 
 
+def _requires(wheel: Path) -> list[str]:
+    """The wheel's own ``Requires-Dist`` lines, read from its METADATA."""
+    with zipfile.ZipFile(wheel) as archive:
+        (metadata,) = [n for n in archive.namelist() if n.endswith(".dist-info/METADATA")]
+        return Parser().parsestr(archive.read(metadata).decode()).get_all("Requires-Dist") or []
+
+
+def _closure(requires: list[str]) -> set[str]:
+    """Every distribution of this environment that ``requires`` reaches, markers evaluated
+    (each requirement's extras followed, no others)."""
+    found: set[str] = set()
+    pending = [(Requirement(line), "") for line in requires]
+    while pending:
+        req, extra = pending.pop()
+        if req.marker and not req.marker.evaluate({"extra": extra}):
+            continue
+        dist = distribution(req.name)
+        name = canonicalize_name(dist.metadata["Name"])
+        key = f"{name}[{','.join(sorted(req.extras))}]"
+        if key in found:
+            continue
+        found |= {key, name}
+        for extra_name in ["", *req.extras]:
+            pending += [(Requirement(line), extra_name) for line in dist.requires or []]
+    return {n for n in found if "[" not in n}
+
+
+def _dependencies_dir(wheel: Path, target: Path) -> Path:
+    """A site directory of links to the files of the distributions the wheel requires."""
+    target.mkdir()
+    site_packages = Path(sysconfig.get_paths()["purelib"]).resolve()
+    for name in sorted(_closure(_requires(wheel))):
+        try:
+            dist = distribution(name)
+        except PackageNotFoundError:  # pragma: no cover - the closure is built from installed ones
+            pytest.fail(f"{name} is required by the wheel but not installed here")
+        for top in {f.parts[0] for f in dist.files or [] if f.parts[0] != ".."}:
+            link = target / top
+            if not link.exists() and (site_packages / top).exists():
+                link.symlink_to(site_packages / top)
+    return target
+
+
 def test_a_wheel_in_a_fresh_venv_builds_every_view(tmp_path: Path):
     mirror = small_mirror(tmp_path / "mirror")
     # The sources a build reads, copied: setuptools builds in the source tree.
@@ -68,8 +120,14 @@ def test_a_wheel_in_a_fresh_venv_builds_every_view(tmp_path: Path):
     assert {p.relative_to(SQL).as_posix() for p in SQL.glob("*/*.sql")} <= shipped
 
     venv = tmp_path / "venv"
-    _run(sys.executable, "-m", "venv", venv, cwd=tmp_path)
-    _run(venv / "bin" / "python", "-m", "pip", "install", "--quiet", wheel, cwd=tmp_path)
+    _run(sys.executable, "-m", "venv", "--without-pip", venv, cwd=tmp_path)
+    pip = [sys.executable, "-m", "pip", "--python", venv / "bin" / "python"]
+    _run(*pip, "install", "--quiet", "--no-deps", "--no-compile", wheel, cwd=tmp_path)
+    deps = _dependencies_dir(wheel, tmp_path / "dependencies")
+    venv_site = Path(_run(venv / "bin" / "python", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])",
+                          cwd=tmp_path).strip())  # fmt: skip
+    (venv_site / "wheel_dependencies.pth").write_text(f"import site; site.addsitedir({str(deps)!r})\n")
+    _run(*pip, "check", cwd=tmp_path)  # every requirement of every installed distribution is met
 
     # Away from the repository, with nothing of it on the path: only the installed wheel.
     away = tmp_path / "elsewhere"
@@ -78,6 +136,9 @@ def test_a_wheel_in_a_fresh_venv_builds_every_view(tmp_path: Path):
     env.update(DAGSTER_HOME=str(tmp_path / "dagster_home"), LIGER_WAREHOUSE_CACHE_DIR=str(tmp_path / "cache"))
     where = _run(venv / "bin" / "python", "-c", "import liger_warehouse.sql as s; print(s.__file__)", cwd=away, env=env)
     assert Path(where.strip()).is_relative_to(venv), where
+    # Only what the wheel requires is there: the suite's own tools are not.
+    dev_only = "import importlib.util as u; print([m for m in ('pytest', 'moto') if u.find_spec(m)])"
+    assert _run(venv / "bin" / "python", "-c", dev_only, cwd=away, env=env).strip() == "[]"
 
     root = tmp_path / "warehouse"
     said = _run(venv / "bin" / "liger-warehouse", "refresh", "-w", root, "--upstream", mirror, cwd=away, env=env)
