@@ -108,7 +108,7 @@ def test_benchmark_suite_runs_end_to_end(tmp_path):
             "--sizes",
             "1e4",
             "--incremental",
-            "2,3",
+            "2",
             "--repeats",
             "1",
             "--rows-per-revision",
