@@ -31,11 +31,12 @@ from liger_warehouse.model.tables import SCHEMAS
 from liger_warehouse.serve.database import DATABASE, connect, fetch_database, open_duckdb
 from liger_warehouse.store.generations import GenerationStore
 from liger_warehouse.store.storage import Storage, WriteConflict
-from tests.conftest import env, refresh, require_mirror
+from tests.conftest import Refreshed, env, refresh, require_mirror
 from tests.fake_github import FakeGitHub
 from tests.plain_duckdb import open_views
 from tests.reliability.published import cli_env, cli_refresh, cli_script, dagster_home, step_failures
 from tests.reliability.upstreams import AFTER, BEFORE, make_mirror
+from tests.small_mirror import small_mirror
 
 pytestmark = pytest.mark.slow
 
@@ -77,14 +78,29 @@ def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
 
 
 @pytest.fixture(scope="module")
-def s3_warehouse(s3, fake_github: FakeGitHub) -> str:
-    """The whole mirror refreshed into ``s3://<bucket>/warehouse`` over loopback HTTP."""
+def upstream(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FakeGitHub]:
+    """A cut of the mirror (every kind of data, a fraction of the rows) over loopback HTTP."""
+    with FakeGitHub(small_mirror(tmp_path_factory.mktemp("upstream") / "liger-kernel")) as fake:
+        yield fake
+
+
+@pytest.fixture(scope="module")
+def s3_warehouse(s3, upstream: FakeGitHub) -> str:
+    """``upstream`` refreshed into ``s3://<bucket>/warehouse``, then its outputs written there."""
     root = f"s3://{BUCKET}/warehouse"
-    built = refresh(root, fake_github)
+    built = refresh(root, upstream)
     assert built.result.success, step_failures(built.result)
-    outputs = refresh(root, fake_github, job="outputs")
+    outputs = refresh(root, upstream, job="outputs")
     assert outputs.result.success, step_failures(outputs.result)
     return root
+
+
+@pytest.fixture(scope="module")
+def local_warehouse(upstream: FakeGitHub, tmp_path_factory: pytest.TempPathFactory) -> Refreshed:
+    """The same upstream refreshed into a local directory: what the bucket must count."""
+    built = refresh(tmp_path_factory.mktemp("local") / "warehouse", upstream)
+    assert built.result.success, step_failures(built.result)
+    return built
 
 
 def _local_counts(db: Path, names) -> dict[str, int]:
@@ -97,10 +113,10 @@ def _counts(root: str, names) -> dict[str, int]:
         return {n: con.execute(f"select count(*) from {n}").fetchone()[0] for n in names}
 
 
-def test_parts_and_snapshots_are_in_the_bucket(s3_warehouse, mirror_warehouse):
+def test_parts_and_snapshots_are_in_the_bucket(s3_warehouse, local_warehouse):
     storage = Storage(s3_warehouse)
     keys = storage.list("")
-    local = Storage(mirror_warehouse.root)
+    local = Storage(local_warehouse.root)
     raw = [k for k in keys if k.startswith("raw/sha256/")]
     assert raw and len(raw) == len(local.list("raw/sha256"))
     gen = GenerationStore(storage).current()
@@ -110,9 +126,9 @@ def test_parts_and_snapshots_are_in_the_bucket(s3_warehouse, mirror_warehouse):
     assert not [k for k in keys if ".tmp-" in k]
 
 
-def test_views_read_the_bucket_and_count_like_the_local_warehouse(s3_warehouse, mirror_warehouse):
+def test_views_read_the_bucket_and_count_like_the_local_warehouse(s3_warehouse, local_warehouse):
     names = (*SCHEMAS, *VIEWS)
-    assert _counts(s3_warehouse, names) == _local_counts(mirror_warehouse.database, names)
+    assert _counts(s3_warehouse, names) == _local_counts(local_warehouse.database, names)
     with connect(Storage(s3_warehouse)) as con:
         view_sql = con.execute("select sql from duckdb_views() where view_name = 'fact_result'").fetchone()[0]
         # Parts are named relative to the root, which is the bucket's: the bytes come from it
@@ -129,8 +145,8 @@ def test_views_read_the_bucket_and_count_like_the_local_warehouse(s3_warehouse, 
         ).fetchone() == (0,)
 
 
-def test_cli_sql_reads_an_s3_warehouse(s3_warehouse, mirror_warehouse):
-    expected = _local_counts(mirror_warehouse.database, ["fact_result"])["fact_result"]
+def test_cli_sql_reads_an_s3_warehouse(s3_warehouse, local_warehouse):
+    expected = _local_counts(local_warehouse.database, ["fact_result"])["fact_result"]
     with env(LIGER_WAREHOUSE_DIR=None):
         result = CliRunner().invoke(
             app, ["sql", "--warehouse", s3_warehouse, "--format", "csv", "select count(*) as n from fact_result"]
