@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import altair as alt
 
-from benchmarks.verdict_data import GRID, OPERATING, Setting
+from benchmarks.verdict_data import OPERATING, Setting
 from benchmarks.verdict_inject import DRIFT, SCOPES
 from benchmarks.verdict_rules import ANCHOR_RULES
 from benchmarks.verdict_tally import NEW, Share, flagged, pooled, recall, table
@@ -101,7 +101,7 @@ def at_equal_recall_table(results: Results) -> list[str]:
     rows = []
     for rule in ANCHOR_RULES:
         for scope, drift in SCENARIOS:
-            points = dial(results, scope, drift, (*OPERATING, *GRID))
+            points = dial(results, scope, drift, (*OPERATING, *results.grid.settings))
             target = anchor(results, rule, scope, drift)
             new = at_equal_recall(points, target)
             row = [rule, scenario_name(scope, drift), *map(str, (target.recall, target.untouched, target.identical))]
@@ -124,7 +124,7 @@ def plot(results: Results) -> alt.Chart:
         values.append({"kind": "target", "scenario": scenario, "x": 0.001, "x2": 0.02, "y": 0.75, "y2": 1.0})
         points = [(rule, anchor(results, rule, scope, drift)) for rule in ANCHOR_RULES]
         points += [(NEW, p) for p in dial(results, scope, drift)]
-        points += [(GRID_RULE, p) for p in dial(results, scope, drift, GRID)]
+        points += [(GRID_RULE, p) for p in dial(results, scope, drift, results.grid.settings)]
         for rule, p in points:
             kind = "default" if p.label in (*ANCHOR_RULES, DEFAULT) else "dial" if rule == NEW else "grid"
             alarms = p.untouched.value

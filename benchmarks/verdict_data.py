@@ -155,20 +155,46 @@ OPERATING = tuple(Setting(f"significance {v:g}", (("significance", v),)) for v i
 # The same dial at other thresholds, and on the base run alone (``recent := false``): the other
 # settings a user has, which reach further along the recall axis (more false alarms too).
 DEFAULT_THRESHOLD = 0.05  # compare_runs' own: the dial above runs at it, with the recent level
-GRID_THRESHOLDS = (DEFAULT_THRESHOLD, 0.055, 0.06, 0.065, 0.07, 0.08, 0.10)
-GRID_SIGNIFICANCE = (0, 0.25, 0.5, 0.75, 1, 1.125, 1.25, 1.375, 1.5, 2, 3, 5)
-GRID = tuple(
-    Setting(
-        f"significance {v:g}, threshold {threshold * 100:g}%" + ("" if recent else ", base run alone"),
-        (("significance", v),),
-        threshold,
-        recent,
-    )
-    for threshold in GRID_THRESHOLDS
-    for recent in (True, False)
-    for v in GRID_SIGNIFICANCE
-    if (threshold, recent) != (DEFAULT_THRESHOLD, True)
-)
+
+
+@dataclass(frozen=True)
+class Grid:
+    """The significances of the dial, each at each of ``thresholds`` with and without the recent
+    level (the dial itself, at the default threshold with it, left out)."""
+
+    thresholds: tuple[float, ...]
+    significances: tuple[float, ...]
+
+    @property
+    def settings(self) -> tuple[Setting, ...]:
+        return tuple(
+            Setting(
+                f"significance {v:g}, threshold {threshold * 100:g}%" + ("" if recent else ", base run alone"),
+                (("significance", v),),
+                threshold,
+                recent,
+            )
+            for threshold in self.thresholds
+            for recent in (True, False)
+            for v in self.significances
+            if (threshold, recent) != (DEFAULT_THRESHOLD, True)
+        )
+
+    @property
+    def other_thresholds(self) -> tuple[float, ...]:
+        """Where the dial also runs with the recent level."""
+        return tuple(t for t in self.thresholds if t != DEFAULT_THRESHOLD)
+
+
+# What docs/VERDICTS.md reports; ``COARSE`` keeps each kind of setting at a few points, for a quick
+# run of the machinery (each setting is one compare_runs per comparison).
+GRIDS = {
+    "full": Grid(
+        thresholds=(DEFAULT_THRESHOLD, 0.055, 0.06, 0.065, 0.07, 0.08, 0.10),
+        significances=(0, 0.25, 0.5, 0.75, 1, 1.125, 1.25, 1.375, 1.5, 2, 3, 5),
+    ),
+    "coarse": Grid((DEFAULT_THRESHOLD, 0.07), (0, 1, 5)),
+}
 
 SENSITIVITY = (
     Setting("defaults"),

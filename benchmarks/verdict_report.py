@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import duckdb
 
 from benchmarks import verdict_curve
-from benchmarks.verdict_data import DEFAULT_THRESHOLD, GRID_SIGNIFICANCE, GRID_THRESHOLDS, SENSITIVITY
+from benchmarks.verdict_data import SENSITIVITY
 from benchmarks.verdict_inject import DRIFT, FASTER, FASTER_SHARE, SCOPES, SLOWER, SLOWER_SHARE
 from benchmarks.verdict_rules import ANCHOR_RULES
 from benchmarks.verdict_tally import NEW, Share, coverage, flagged, inconclusive, pooled, recall, table
@@ -32,7 +32,6 @@ RULES = (*ANCHOR_RULES, NEW, AS_OF_HEAD, HELD_OUT)
 # Targets of issue 12 (shares)
 MAX_FLAGGED, MAX_INCONCLUSIVE, MIN_RECALL, MAX_UNTOUCHED_FLAGGED = 0.01, 0.20, 0.75, 0.02
 MAX_LATENCY = 1.0  # seconds: "well under a second"
-OTHER_THRESHOLDS = tuple(t for t in GRID_THRESHOLDS if t != DEFAULT_THRESHOLD)  # where the dial also runs
 
 
 def _new(rule: str) -> bool:
@@ -41,8 +40,8 @@ def _new(rule: str) -> bool:
 
 def _listed(values: tuple[float, ...], percent: bool = False) -> str:
     """``values`` as prose: "a, b and c" (as percentages: "5%, 5.5% and 6%")."""
-    words = [f"{v * 100:g}%" if percent else f"{v:g}" for v in values]
-    return ", ".join(words[:-1]) + " and " + words[-1]
+    *words, last = [f"{v * 100:g}%" if percent else f"{v:g}" for v in values]
+    return f"{', '.join(words)} and {last}" if words else last
 
 
 def _with_count(share: Share) -> str:
@@ -347,9 +346,9 @@ def section(results: Results, load: float, command: str) -> str:
         "",
         "Each anchor rule beside the new rule at the setting that reaches the anchor's recall with the fewest "
         "untouched series flagged, preferring one that also flags fewer series of the identical pairs. The "
-        f"settings are the dial above, and the dial (significance {_listed(GRID_SIGNIFICANCE)}) at the "
-        f"thresholds {_listed(OTHER_THRESHOLDS, percent=True)} and, at each of "
-        f"{_listed(GRID_THRESHOLDS, percent=True)}, on the base run alone "
+        f"settings are the dial above, and the dial (significance {_listed(results.grid.significances)}) at the "
+        f"thresholds {_listed(results.grid.other_thresholds, percent=True)} and, at each of "
+        f"{_listed(results.grid.thresholds, percent=True)}, on the base run alone "
         "(`compare_runs(base, head, threshold := 0.07, recent := false)`: the recent level does not take back a "
         "change). *Beaten*: that setting flags fewer untouched series and fewer series of the identical pairs than "
         "the anchor does.",

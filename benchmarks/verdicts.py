@@ -1,6 +1,6 @@
 """Verdict quality on the real history: the new verdict rule beside four anchor rules.
 
-    python -m benchmarks.verdicts [--write] [--seeds 3] [--mirror DIR] [--work DIR] [--keep]
+    python -m benchmarks.verdicts [--write] [--seeds 3] [--grid coarse] [--mirror DIR] [--work DIR] [--keep]
 
 One run builds a warehouse from the upstream mirror with the real ``refresh`` job and measures,
 side by side, the old rule, Liger's dashboard rule (10% over the golden run, and 10% over the
@@ -44,9 +44,10 @@ from pathlib import Path
 
 from benchmarks import verdict_report
 from benchmarks.verdict_data import (
-    GRID,
+    GRIDS,
     OPERATING,
     SENSITIVITY,
+    Grid,
     Scratch,
     Setting,
     comparison,
@@ -102,6 +103,7 @@ class Results:
     build_seconds: float
     refresh_seconds: list[float]
     default_mismatches: int
+    grid: Grid
     seconds: float = 0.0
 
 
@@ -112,9 +114,10 @@ def _tally(
 
 
 def evaluate(
-    database: Path, scratch: Path, base: str, head: str, truth: Callable[[str], str]
+    database: Path, scratch: Path, base: str, head: str, truth: Callable[[str], str], grid: Grid
 ) -> tuple[dict[str, Counter], tuple[int, int], int]:
-    """Every rule's verdicts on ``base`` -> ``head`` in the warehouse of ``database``, tallied;
+    """Every rule's verdicts on ``base`` -> ``head`` in the warehouse of ``database`` (the new
+    rule also at each setting of ``grid``), tallied;
     how many series the dashboard judges against a golden run on another GPU; and how many
     verdicts the scratch copy's recomputed default noise changes (0 unless recomputing drifts)."""
     with open_database(database) as con:
@@ -128,7 +131,7 @@ def evaluate(
         verdicts[HELD_OUT] = new_rule(copy.con, base, head)
         copy.recompute({}, until_run=head, including=True)
         verdicts[AS_OF_HEAD] = new_rule(copy.con, base, head)
-        for overrides, settings in _by_constants((*SENSITIVITY, *OPERATING, *GRID)).items():
+        for overrides, settings in _by_constants((*SENSITIVITY, *OPERATING, *grid.settings)).items():
             copy.recompute(dict(overrides))
             for setting in settings:
                 verdicts[f"{NEW}: {setting.label}"] = new_rule(copy.con, base, head, setting.threshold, setting.recent)
@@ -165,7 +168,9 @@ def _log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def run(mirror_source: Path, work: Path, pairs: list[tuple[str, str]], seeds: int, latency_runs: int) -> Results:
+def run(
+    mirror_source: Path, work: Path, pairs: list[tuple[str, str]], seeds: int, latency_runs: int, grid: Grid
+) -> Results:
     started = time.perf_counter()
     mirror = copy_mirror(mirror_source, work / "mirror")
     base_warehouse = work / "warehouse"
@@ -178,7 +183,7 @@ def run(mirror_source: Path, work: Path, pairs: list[tuple[str, str]], seeds: in
     golden_other_gpu: dict[str, tuple[int, int]] = {}
     mismatches = 0
     for base, head in pairs:
-        tallies, golden_other_gpu[f"{base} → {head}"], wrong = evaluate(database, work, base, head, _untouched)
+        tallies, golden_other_gpu[f"{base} → {head}"], wrong = evaluate(database, work, base, head, _untouched, grid)
         mismatches += wrong
         records += [Record("identical", f"{base} → {head}", 1.0, None, rule, t) for rule, t in tallies.items()]
     latency = [
@@ -216,7 +221,7 @@ def run(mirror_source: Path, work: Path, pairs: list[tuple[str, str]], seeds: in
                     clock = time.perf_counter()
                     refresh(warehouse, upstream)
                     refreshes.append(time.perf_counter() - clock)
-                    tallies, _, wrong = evaluate(warehouse / "liger.duckdb", work, base, name, injection.truth)
+                    tallies, _, wrong = evaluate(warehouse / "liger.duckdb", work, base, name, injection.truth, grid)
                     mismatches += wrong
                     records += [Record(scope, f"{base} → {head}", drift, seed, rule, t) for rule, t in tallies.items()]
                     _log(
@@ -237,6 +242,7 @@ def run(mirror_source: Path, work: Path, pairs: list[tuple[str, str]], seeds: in
         build,
         refreshes,
         mismatches,
+        grid,
         time.perf_counter() - started,
     )
 
@@ -259,6 +265,8 @@ def _command(args: argparse.Namespace) -> str:
         words.append(f"--seeds {args.seeds}")
     if args.latency_runs != LATENCY_RUNS:
         words.append(f"--latency-runs {args.latency_runs}")
+    if args.grid != "full":
+        words.append(f"--grid {args.grid}")
     return " ".join(words)
 
 
@@ -268,6 +276,7 @@ def main(argv: list[str] | None = None) -> Results:
     parser.add_argument("--pairs", default=PAIRS, help="identical-commit run pairs, BASE:HEAD,...")
     parser.add_argument("--seeds", type=int, default=SEEDS, help="draws of the injected series per pair and scope")
     parser.add_argument("--latency-runs", type=int, default=LATENCY_RUNS)
+    parser.add_argument("--grid", choices=GRIDS, default="full", help="settings beyond the dial (coarse: quick)")
     parser.add_argument("--work", type=Path, help="scratch directory (default: a new temporary one)")
     parser.add_argument("--keep", action="store_true", help="keep the scratch directory")
     parser.add_argument("--write", action="store_true", help=f"update docs/{DOC.name} and its plot")
@@ -278,7 +287,7 @@ def main(argv: list[str] | None = None) -> Results:
     _log(f"scratch directory {work}")
     load = os.getloadavg()[0]
     try:
-        results = run(args.mirror, work, _pairs(args.pairs), args.seeds, args.latency_runs)
+        results = run(args.mirror, work, _pairs(args.pairs), args.seeds, args.latency_runs, GRIDS[args.grid])
         if args.keep or args.work:
             _save(results, work / "results.json")
     finally:
