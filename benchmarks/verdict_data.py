@@ -186,7 +186,7 @@ class Grid:
         return tuple(t for t in self.thresholds if t != DEFAULT_THRESHOLD)
 
 
-# What docs/VERDICTS.md reports; ``COARSE`` keeps each kind of setting at a few points, for a quick
+# "full" is what docs/VERDICTS.md reports; "coarse" keeps each kind of setting at a few points, for a quick
 # run of the machinery (each setting is one compare_runs per comparison).
 GRIDS = {
     "full": Grid(

@@ -20,7 +20,7 @@ import sys
 import sysconfig
 import zipfile
 from email.parser import Parser
-from importlib.metadata import PackageNotFoundError, distribution
+from importlib.metadata import Distribution, PackageNotFoundError, distribution
 from pathlib import Path
 
 import pytest
@@ -65,35 +65,33 @@ def _requires(wheel: Path) -> list[str]:
         return Parser().parsestr(archive.read(metadata).decode()).get_all("Requires-Dist") or []
 
 
-def _closure(requires: list[str]) -> set[str]:
+def _closure(requires: list[str]) -> list[Distribution]:
     """Every distribution of this environment that ``requires`` reaches, markers evaluated
     (each requirement's extras followed, no others)."""
-    found: set[str] = set()
+    found: dict[str, Distribution] = {}
+    followed: set[tuple[str, str]] = set()  # (distribution, extra) whose requirements are pending
     pending = [(Requirement(line), "") for line in requires]
     while pending:
         req, extra = pending.pop()
         if req.marker and not req.marker.evaluate({"extra": extra}):
             continue
-        dist = distribution(req.name)
+        try:
+            dist = distribution(req.name)
+        except PackageNotFoundError:
+            pytest.fail(f"{req.name} is required by the wheel but not installed here")
         name = canonicalize_name(dist.metadata["Name"])
-        key = f"{name}[{','.join(sorted(req.extras))}]"
-        if key in found:
-            continue
-        found |= {key, name}
-        for extra_name in ["", *req.extras]:
+        found[name] = dist
+        for extra_name in {"", *req.extras} - {e for n, e in followed if n == name}:
+            followed.add((name, extra_name))
             pending += [(Requirement(line), extra_name) for line in dist.requires or []]
-    return {n for n in found if "[" not in n}
+    return list(found.values())
 
 
 def _dependencies_dir(wheel: Path, target: Path) -> Path:
     """A site directory of links to the files of the distributions the wheel requires."""
     target.mkdir()
     site_packages = Path(sysconfig.get_paths()["purelib"]).resolve()
-    for name in sorted(_closure(_requires(wheel))):
-        try:
-            dist = distribution(name)
-        except PackageNotFoundError:  # pragma: no cover - the closure is built from installed ones
-            pytest.fail(f"{name} is required by the wheel but not installed here")
+    for dist in _closure(_requires(wheel)):
         for top in {f.parts[0] for f in dist.files or [] if f.parts[0] != ".."}:
             link = target / top
             if not link.exists() and (site_packages / top).exists():
