@@ -8,6 +8,7 @@ from __future__ import annotations
 import shutil
 from dataclasses import dataclass
 from decimal import Decimal
+from functools import cached_property
 from pathlib import Path
 
 import duckdb
@@ -165,7 +166,7 @@ class Grid:
     thresholds: tuple[float, ...]
     significances: tuple[float, ...]
 
-    @property
+    @cached_property  # read in every loop over the scenarios
     def settings(self) -> tuple[Setting, ...]:
         return tuple(
             Setting(

@@ -69,7 +69,7 @@ def _closure(requires: list[str]) -> list[Distribution]:
     """Every distribution of this environment that ``requires`` reaches, markers evaluated
     (each requirement's extras followed, no others)."""
     found: dict[str, Distribution] = {}
-    followed: set[tuple[str, str]] = set()  # (distribution, extra) whose requirements are pending
+    followed: dict[str, set[str]] = {}  # distribution -> the extras whose requirements are queued
     pending = [(Requirement(line), "") for line in requires]
     while pending:
         req, extra = pending.pop()
@@ -81,8 +81,8 @@ def _closure(requires: list[str]) -> list[Distribution]:
             pytest.fail(f"{req.name} is required by the wheel but not installed here")
         name = canonicalize_name(dist.metadata["Name"])
         found[name] = dist
-        for extra_name in {"", *req.extras} - {e for n, e in followed if n == name}:
-            followed.add((name, extra_name))
+        for extra_name in {"", *req.extras} - followed.get(name, set()):
+            followed.setdefault(name, set()).add(extra_name)
             pending += [(Requirement(line), extra_name) for line in dist.requires or []]
     return list(found.values())
 
