@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import cache
-from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
 import duckdb
@@ -83,7 +82,8 @@ def _columns(table: str) -> str:
 
 def _key_column(parts: Sequence[Part]) -> str | None:
     """The column whose value names the folder of every part, if one does."""
-    columns = {PurePosixPath(p.file).parent.name.partition("=")[:2] for p in parts}
+    # String operations, not PurePosixPath: this runs over every part of every view built.
+    columns = {p.file.rpartition("/")[0].rpartition("/")[2].partition("=")[:2] for p in parts}
     if len(columns) != 1:
         return None
     column, equals = columns.pop()
