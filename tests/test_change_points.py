@@ -271,6 +271,24 @@ def test_a_resumed_series_is_identical_to_one_computed_from_scratch(kind):
         assert n == len(values)
 
 
+def test_a_resumed_series_takes_the_t_tests_of_unchanged_segments_from_its_state(monkeypatch):
+    """The final pass and merge compute again only the t-tests whose segments changed: those
+    reaching the appended point, or between change points not tested before."""
+    values = _synthetic("drift", 200, 0)
+    seqs = np.arange(1, 201)
+    before, _ = otava_split.analyze(seqs[:-1], values[:-1])
+    assert before.tests and all(right < 199 for _, _, right in before.tests)
+    computed = []
+    compare = otava_split._TESTER.compare
+    monkeypatch.setattr(otava_split._TESTER, "compare", lambda *sides: computed.append(sides) or compare(*sides))
+    resumed, how = otava_split.analyze(seqs, values, before)
+    resumed_computed = len(computed)
+    computed.clear()
+    scratch, _ = otava_split.analyze(seqs, values)
+    assert (how, resumed) == ("resumed", scratch)
+    assert resumed_computed < len(computed) / 2, (resumed_computed, len(computed))
+
+
 def test_otavas_own_incremental_mode_differs_from_scratch():
     """Why the state is not Otava's compute_change_points(new_data=, old_weak_cp=): after one
     appended point of a drift it moves a change point that a computation from scratch and the

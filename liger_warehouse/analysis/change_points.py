@@ -28,7 +28,8 @@ sorted by series at the end. Memory holds DuckDB's buffers, a few batches per wo
 output (a row per change point and per series), never the history. What stays proportional to
 the history is the scan and sort of the gh-pages results, the digest of every point, Otava's
 final t-tests and merge over every weak change point of a resumed series (both need the whole
-series), and the segment medians around its change points.
+series; the t-tests of segments that did not change are taken from the state), and the segment
+medians around its change points.
 """
 
 from __future__ import annotations

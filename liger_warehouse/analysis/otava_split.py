@@ -11,13 +11,19 @@ appended, so it finds the same weak change points and hands the same start to th
 ``change_point_state`` keeps, per series, the weak change points of the complete windows and
 the start of the first incomplete window (``resume_index``); a refresh runs the windows from
 there on, then Otava's final t-tests and ``merge`` over the whole series, exactly as
-``compute_change_points`` does. The result is therefore identical to a computation from
-scratch (same indices, same p-values, bit for bit): ``tests/test_change_points.py`` checks it
-on appended steps, drifts, spikes and noise, and on the 1,000-run benchmark history one
-appended run gave byte-identical ``fact_change_point`` and ``change_point_state`` parts
-resumed and from scratch. The window loop (``split_windows``) is Otava 0.8.0's ``split`` loop,
-written out so it can stop and resume; the tests compare it with ``compute_change_points``
-itself, so an Otava upgrade that changes the algorithm fails them rather than drifting.
+``compute_change_points`` does. Each of those t-tests compares the points of two segments,
+so the state also keeps the t-tests read last time whose segments end before the last point,
+and a t-test of the same segments is taken from it instead of computed again: the same points
+give the same floats. (Only segments that reach the end change when points are appended; on
+the 1,000-run benchmark history, 55% of a resumed series' final t-tests were in its state.)
+The result is therefore identical to a computation from scratch (same indices, same p-values,
+bit for bit): ``tests/test_change_points.py`` checks it on appended steps, drifts, spikes and
+noise, and on the 1,000-run benchmark history one appended run gave byte-identical
+``fact_change_point`` and ``change_point_state`` parts resumed and from scratch. The window
+loop (``split_windows``) is Otava 0.8.0's ``split`` loop, written out so it can stop and
+resume, and ``merge`` is Otava 0.8.0's, written out so its t-tests can be reused; the tests
+compare them with ``compute_change_points`` itself, so an Otava upgrade that changes the
+algorithm fails them rather than drifting.
 
 This is not ``compute_change_points(new_data=..., old_weak_cp=...)``, Otava's own incremental
 mode, because that mode does not reproduce a computation from scratch. Measured with Otava
@@ -44,10 +50,11 @@ reuses its stored change points without running Otava at all.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from otava.analysis import TTestSignificanceTester, TTestStats, merge
+from otava.analysis import TTestSignificanceTester, TTestStats
 from otava.change_point_divisive.base import CandidateChangePoint, ChangePoint
 from otava.change_point_divisive.calculator import PairDistanceCalculator
 from otava.change_point_divisive.detector import ChangePointDetector
@@ -62,23 +69,13 @@ from liger_warehouse.analysis.otava_method import (
 )
 
 _POINT = np.dtype([("seq", "<i8"), ("p50", "<f8")])
+# compare() does not read the tester's p-value.
+_TESTER = TTestSignificanceTester(FIRST_PASS_PVALUE)
 
 
-@dataclass
-class Weak:
-    """A weak change point of a complete window, with the t-test of Otava's final pass over
-    the segments between its neighbours ``left`` and ``right`` (-1: the end of the series)."""
-
-    index: int
-    qhat: float
-    left: int
-    right: int
-    stats: TTestStats
-
-    def reusable(self, left: int, right: int) -> bool:
-        """Its t-test holds while its neighbours are the same and the right one is not the
-        end of the series (which moves with every appended point)."""
-        return self.right != -1 and (self.left, self.right) == (left, right)
+# The t-tests an analysis read, by the points they compare: [left, index) and [index, right).
+TTests = dict[tuple[int, int, int], TTestStats]
+_STATS = ("mean_1", "mean_2", "std_1", "std_2", "pvalue")
 
 
 @dataclass
@@ -89,7 +86,8 @@ class SeriesState:
     last_seq: int
     prefix_digest: str
     resume_index: int
-    weak: list[Weak]  # the weak change points of the complete windows, by index
+    weak: list[CandidateChangePoint]  # the weak change points of the complete windows, by index
+    tests: TTests  # the t-tests of the final pass and merge that end before the last point
     found: list[tuple[int, float]]  # (index, pvalue) of the change points reported
 
     @classmethod
@@ -100,18 +98,11 @@ class SeriesState:
             last_seq=row["last_seq"],
             prefix_digest=row["prefix_digest"],
             resume_index=row["resume_index"],
-            weak=[
-                Weak(
-                    w["index"],
-                    w["qhat"],
-                    w["left"],
-                    w["right"],
-                    TTestStats(
-                        mean_1=w["mean_1"], mean_2=w["mean_2"], std_1=w["std_1"], std_2=w["std_2"], pvalue=w["pvalue"]
-                    ),
-                )
-                for w in row["weak_change_points"]
-            ],
+            weak=[CandidateChangePoint(index=w["index"], qhat=w["qhat"]) for w in row["weak_change_points"]],
+            tests={
+                (t["left"], t["index"], t["right"]): TTestStats(**{stat: t[stat] for stat in _STATS})
+                for t in row["t_tests"]
+            },
             found=[(c["index"], c["pvalue"]) for c in row["change_points"]],
         )
 
@@ -123,19 +114,10 @@ class SeriesState:
             "last_seq": self.last_seq,
             "prefix_digest": self.prefix_digest,
             "resume_index": self.resume_index,
-            "weak_change_points": [
-                {
-                    "index": w.index,
-                    "qhat": w.qhat,
-                    "left": w.left,
-                    "right": w.right,
-                    "mean_1": w.stats.mean_1,
-                    "mean_2": w.stats.mean_2,
-                    "std_1": w.stats.std_1,
-                    "std_2": w.stats.std_2,
-                    "pvalue": w.stats.pvalue,
-                }
-                for w in self.weak
+            "weak_change_points": [{"index": w.index, "qhat": w.qhat} for w in self.weak],
+            "t_tests": [
+                {"left": left, "index": index, "right": right, **{s: float(getattr(stats, s)) for s in _STATS}}
+                for (left, index, right), stats in sorted(self.tests.items())
             ],
             "change_points": [{"index": i, "pvalue": p} for i, p in self.found],
             "method": label,
@@ -175,44 +157,57 @@ def split_windows(
 
 
 def final_pass(
-    values: np.ndarray, weak: list[CandidateChangePoint], settled: set[int], known: dict[int, Weak]
-) -> tuple[list[tuple[int, float]], list[Weak]]:
+    values: np.ndarray, weak: list[CandidateChangePoint], known: TTests
+) -> tuple[list[tuple[int, float]], TTests]:
     """Otava's final pass over the weak change points (the t-tests of ``split``), then its
-    ``merge``. A t-test in ``known`` whose segments did not change is taken as it is: the same
-    values give the same floats. Returns the (index, pvalue) of the change points and the
-    ``settled`` weak change points with their t-tests."""
-    tester = TTestSignificanceTester(FIRST_PASS_PVALUE)
-    intervals = tester.get_intervals(weak)
-    tested, keep = [], []
-    for i, cp in enumerate(weak):
-        left = weak[i - 1].index if i else 0
-        right = weak[i + 1].index if i + 1 < len(weak) else -1
-        old = known.get(cp.index)
-        if old is not None and old.reusable(left, right):
-            point = ChangePoint.from_candidate(cp, old.stats)
-        else:
-            point = tester.change_point(cp, values, intervals)
-        tested.append(point)
-        if cp.index in settled:
-            stats = point.stats
-            keep.append(
-                Weak(
-                    cp.index,
-                    cp.qhat,
-                    left,
-                    right,
-                    TTestStats(
-                        mean_1=float(stats.mean_1),
-                        mean_2=float(stats.mean_2),
-                        std_1=float(stats.std_1),
-                        std_2=float(stats.std_2),
-                        pvalue=float(stats.pvalue),
-                    ),
+    ``merge``. A t-test in ``known`` is taken as it is: the same points give the same floats.
+    Returns the (index, pvalue) of the change points and the t-tests read that a later refresh
+    can reuse (those that end before the last point, which moves with every appended point)."""
+    n = len(values)
+    read: TTests = {}
+
+    def t_test(left: int, index: int, right: int) -> TTestStats:
+        key = (left, index, right)
+        stats = known.get(key)
+        if stats is None:
+            stats = _TESTER.compare(values[left:index], values[index:right])
+        if right < n:
+            read[key] = stats
+        return stats
+
+    points = [
+        ChangePoint.from_candidate(cp, t_test(weak[i - 1].index if i else 0, cp.index, _right(weak, i, n)))
+        for i, cp in enumerate(weak)
+    ]
+    found = merge(points, t_test, n)
+    return [(int(cp.index), float(cp.stats.pvalue)) for cp in found], read
+
+
+def _right(points: list, i: int, n: int) -> int:
+    """Where the segment after ``points[i]`` ends: the next point, or the end of the series."""
+    return points[i + 1].index if i + 1 < len(points) else n
+
+
+def merge(points: list[ChangePoint], t_test: Callable[[int, int, int], TTestStats], n: int) -> list[ChangePoint]:
+    """Otava 0.8.0's ``merge(points, values, MAX_PVALUE, MIN_MAGNITUDE)``, written out so that its
+    t-tests go through ``t_test(left, index, right)``: drop the weakest change point (the
+    largest p-value, or when every p-value passes, the smallest change) until every one is
+    significant and large enough, testing its two neighbours again after each drop."""
+    while points:
+        weakest = max(points, key=lambda c: c.stats.pvalue)
+        if weakest.stats.pvalue < MAX_PVALUE:
+            weakest = min(points, key=lambda c: c.stats.change_magnitude())
+            if weakest.stats.change_magnitude() > MIN_MAGNITUDE:
+                return points
+        at = points.index(weakest)
+        del points[at]
+        for i in (at, at + 1):
+            if i < len(points):
+                left = points[i - 1].index if i else 0
+                points[i] = ChangePoint.from_candidate(
+                    points[i].to_candidate(), t_test(left, points[i].index, _right(points, i, n))
                 )
-            )
-    # merge() prunes and rewrites the list it is given: a copy keeps ``tested`` as it was.
-    found = merge(list(tested), values, MAX_PVALUE, MIN_MAGNITUDE)
-    return [(int(cp.index), float(cp.stats.pvalue)) for cp in found], keep
+    return points
 
 
 def analyze(seqs: np.ndarray, values: np.ndarray, prior: SeriesState | None = None) -> tuple[SeriesState, str]:
@@ -236,6 +231,7 @@ def analyze(seqs: np.ndarray, values: np.ndarray, prior: SeriesState | None = No
         prefix_digest=digest.hexdigest()[:32],
         resume_index=0,
         weak=[],
+        tests={},
         found=[],
     )
     if usable and prior.points == len(points):
@@ -245,11 +241,12 @@ def analyze(seqs: np.ndarray, values: np.ndarray, prior: SeriesState | None = No
     start, settled, known = 0, {}, {}
     if usable:
         start = prior.resume_index
-        settled = {w.index: CandidateChangePoint(index=w.index, qhat=w.qhat) for w in prior.weak}
-        known = {w.index: w for w in prior.weak}
+        settled = {w.index: w for w in prior.weak}
+        known = prior.tests
     weak, state.resume_index, settled = split_windows(values.tolist(), start, settled)
+    state.weak = [settled[i] for i in sorted(settled)]
     # An array here: the same floats as from a list, without converting a slice per t-test.
-    state.found, state.weak = final_pass(values, weak, set(settled), known)
+    state.found, state.tests = final_pass(values, weak, known)
     return state, "resumed" if usable else "from_scratch"
 
 

@@ -42,11 +42,13 @@ DECOMPOSED = [
     ("sweep_series", pa.int64()),
     *((log, pa.float64()) for log in ("own_log", "sweep_own_log", "residual_log")),
 ]
-# A weak change point of a complete window of Otava's split, kept so that a refresh resumes the
-# series (analysis/otava_split.py): its place, its statistic, its neighbours and its t-test.
-WEAK_CHANGE_POINT = pa.struct(
+# What a refresh resumes a series from (analysis/otava_split.py): a weak change point of a
+# complete window of Otava's split (its place and statistic), and a t-test of Otava's final pass
+# or merge over the points [left, index) and [index, right), reused while those points stand.
+WEAK_CHANGE_POINT = pa.struct([("index", pa.int32()), ("qhat", pa.float64())])
+T_TEST = pa.struct(
     [
-        *(("index", pa.int32()), ("qhat", pa.float64()), ("left", pa.int32()), ("right", pa.int32())),
+        *(("left", pa.int32()), ("index", pa.int32()), ("right", pa.int32())),
         *((f"{stat}_{side}", pa.float64()) for stat in ("mean", "std") for side in (1, 2)),
         ("pvalue", pa.float64()),
     ]
@@ -210,10 +212,8 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("prefix_digest", DIGEST),
             ("resume_index", pa.int32()),
             ("weak_change_points", pa.list_(WEAK_CHANGE_POINT)),
-            (
-                "change_points",
-                pa.list_(pa.struct([("index", pa.int32()), ("pvalue", pa.float64())])),
-            ),
+            ("t_tests", pa.list_(T_TEST)),
+            ("change_points", pa.list_(pa.struct([("index", pa.int32()), ("pvalue", pa.float64())]))),
             ("method", pa.string()),
         ]
     ),
