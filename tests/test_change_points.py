@@ -434,3 +434,42 @@ def test_a_second_refresh_resumes_from_the_published_state(tmp_path):
     assert _query(tmp_path / "warehouse" / "liger.duckdb", "select points from change_points") == [(40,)] * len(
         _otava(values)
     )
+
+
+def test_a_refresh_carries_the_rows_of_series_without_new_points(tmp_path):
+    """The new runs hold one series; the other series' rows are carried from the published
+    tables without streaming its points, and both tables equal a computation from scratch."""
+    values, other = _synthetic("steps", 40, 4), _synthetic("drift", 30, 5)
+    stamp = "2026-02-{:02d} {:02d}:00:00"
+    runs = {
+        f"{i + 1:07x}": [row("liger", float(v), "0.9.0", stamp.format(i // 24 + 1, i % 24))]
+        + (
+            [row("liger", float(other[i]), "0.9.0", stamp.format(i // 24 + 1, i % 24), kernel="swiglu")]
+            if i < 30
+            else []
+        )
+        for i, v in enumerate(values)
+    }
+    main = [[row("liger", 1.0, "0.9.0", "2026-01-01 01:00:00")]]
+    first = refresh(
+        tmp_path / "warehouse", upstream=str(write_mirror(tmp_path / "m1", main, dict(list(runs.items())[:30])))
+    )
+    assert first.result.success
+    second = refresh(tmp_path / "warehouse", upstream=str(write_mirror(tmp_path / "m2", main, runs)))
+    assert second.result.success
+    [event] = [e for e in second.result.get_asset_materialization_events() if e.asset_key.path == ["fact_change_point"]]
+    metadata = {k: v.value for k, v in event.materialization.metadata.items()}
+    assert (metadata["series_resumed"], metadata["series_unchanged"], metadata["points"]) == (1, 1, 70)
+    gens = GenerationStore(Storage(tmp_path / "warehouse"))
+    gen = gens.current()
+    results = pl.from_arrow(gens.read_table(gen, "fact_result", _COLUMNS))
+    revisions = pl.from_arrow(gens.read_table(gen, "dim_upstream_revision", ["revision_digest", "seq"]))
+    table, state, _ = change_points.compute_with_state(results, revisions)
+    assert gens.read_table(gen, "fact_change_point") == table and table.num_rows >= 2
+    assert gens.read_table(gen, "change_point_state") == state
+    # What was streamed: the one series of the new runs.
+    touched = change_points.touched_series(gens, gen, gens.load(gen.parent))
+    kernels = dict(
+        zip(*gens.read_table(gen, "dim_series", ["series_digest", "kernel"]).to_pydict().values(), strict=True)
+    )
+    assert [kernels[d] for d in touched["series_digest"].to_pylist()] == ["rms_norm"]

@@ -41,6 +41,7 @@ from collections.abc import Iterable
 import duckdb
 import polars as pl
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from liger_warehouse.analysis.otava_method import method
 from liger_warehouse.analysis.point_stream import (
@@ -57,6 +58,7 @@ from liger_warehouse.analysis.point_stream import (
 )
 from liger_warehouse.analysis.series_batch import BATCH_POINTS, Counts, batches
 from liger_warehouse.analysis.series_pool import SeriesPool, analyzed, series_pool
+from liger_warehouse.model.revisions import GH_PAGES
 from liger_warehouse.model.tables import SCHEMAS
 from liger_warehouse.store.generations import Generation, GenerationStore, Part
 
@@ -162,15 +164,70 @@ def _parquet(uris: list[str]) -> str:
     return "read_parquet([" + ", ".join(quote(u) for u in uris) + "])"
 
 
-def prior_state_parts(gens: GenerationStore, gen: Generation) -> list[Part]:
-    """The change_point_state parts of the generation ``gen`` is built on (none before the
-    state existed)."""
+def _parent(gens: GenerationStore, gen: Generation) -> Generation | None:
+    """The generation ``gen`` is built on, when it is still stored."""
     if not gen.parent:
-        return []
+        return None
     try:
-        return gens.load(gen.parent).parts(STATE)
+        return gens.load(gen.parent)
     except FileNotFoundError:
-        return []
+        return None
+
+
+def touched_series(gens: GenerationStore, gen: Generation, parent: Generation) -> pa.Table | None:
+    """The series whose gh-pages points may differ from those ``parent`` analysed: the series
+    of the fact_result parts that came or went (a part is named by its content). None when
+    every series must be streamed: a run that both hold took another place in the order."""
+    columns = ["revision_digest", "seq"]
+    was = dict(zip(*gens.read_table(parent, "dim_upstream_revision", columns).to_pydict().values(), strict=True))
+    now = gens.read_table(gen, "dim_upstream_revision", columns).to_pydict()
+    if any(was.get(digest, seq) != seq for digest, seq in zip(*now.values(), strict=True)):
+        return None
+    before, after = {p.file for p in parent.parts("fact_result")}, {p.file for p in gen.parts("fact_result")}
+    changed = [p for p in gen.parts("fact_result") if p.file not in before]
+    changed += [p for p in parent.parts("fact_result") if p.file not in after]
+    rows = gens.read_parts("fact_result", changed, ["series_digest", "source"])
+    return pa.table({"series_digest": pc.unique(rows.filter(pc.equal(rows["source"], GH_PAGES))["series_digest"])})
+
+
+def _carried(con: duckdb.DuckDBPyConnection, parent: Generation, gens: GenerationStore) -> dict[str, str] | None:
+    """Relations over both tables of ``parent``, when its rows can be carried as they are: both
+    tables present, the state in this code's layout, every row computed by this ``method()``."""
+    parts = {name: [gens.storage.uri(p.file) for p in parent.parts(name)] for name in (TABLE, STATE)}
+    if not all(parts.values()):
+        return None
+    relations = {name: _parquet(uris) for name, uris in parts.items()}
+    if not same_layout(con.sql(f"select * from {relations[STATE]} limit 0").to_arrow_table().schema):
+        return None
+    other = f"select count(*) from {{}} where method <> {quote(method())}"
+    if any(con.execute(other.format(relation)).fetchall()[0][0] for relation in relations.values()):
+        return None
+    return relations
+
+
+def _run_touched(
+    con: duckdb.DuckDBPyConnection,
+    results: str,
+    revisions: pa.Table,
+    prior: dict[str, str],
+    touched: pa.Table,
+    pool: SeriesPool | None,
+) -> tuple[dict[str, pa.Table], Counts]:
+    """Both tables, the ``touched`` series analysed (resumed from their state) and every other
+    series' rows carried from ``prior``: what ``_run`` over every series gives, since a series
+    with the same points is "unchanged" there and keeps its rows."""
+    con.register("cp_touched", touched)
+    only = "series_digest in (select series_digest from cp_touched)"
+    # The state as a table: _run reads it on a cursor of its own, which does not see cp_touched.
+    state = con.sql(f"select * from {prior[STATE]} where {only}").to_arrow_table()
+    tables, counts = _run(con, f"(select * from {results} where {only})", revisions, state, pool)
+    carried = {
+        name: con.sql(f"select * from {relation} where not ({only})").to_arrow_table().cast(SCHEMAS[name])
+        for name, relation in prior.items()
+    }
+    kept = carried[STATE]
+    counts.merge(Counts(series=kept.num_rows, unchanged=kept.num_rows, points=pc.sum(kept["points"]).as_py() or 0))
+    return _tables({name: [tables[name], carried[name]] for name in tables}), counts
 
 
 def add_to_generation(
@@ -194,10 +251,14 @@ def add_to_generation(
         try:
             revisions = gens.read_table(gen, "dim_upstream_revision", ["revision_digest", "seq"])
             results = gens.part_uris(gen, "fact_result")
-            state = [gens.storage.uri(p.file) for p in prior_state_parts(gens, gen)]
-            if results:
-                prior = _parquet(state) if state else None
-                tables, counts = _run(con, _parquet(results), revisions, prior, pool)
+            parent = _parent(gens, gen)
+            prior = _carried(con, parent, gens) if parent else None
+            touched = touched_series(gens, gen, parent) if prior else None
+            if results and touched is not None:
+                tables, counts = _run_touched(con, _parquet(results), revisions, prior, touched, pool)
+            elif results:
+                state = [gens.storage.uri(p.file) for p in parent.parts(STATE)] if parent else []
+                tables, counts = _run(con, _parquet(results), revisions, _parquet(state) if state else None, pool)
             else:
                 tables, counts = {name: SCHEMAS[name].empty_table() for name in (TABLE, STATE)}, Counts()
         finally:
