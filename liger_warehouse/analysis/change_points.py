@@ -16,7 +16,10 @@ mean exceeds ``MIN_MAGNITUDE``. Otava's own defaults are window 50 and p-value 0
 shift smaller than what ``regressions`` would call a change is not reported either.
 
 Incremental refresh: ``otava_split.py`` resumes Otava's split step per series; this module
-streams the points, merge-joins them with the prior state and writes the tables.
+streams the points, merge-joins them with the prior state and writes the tables. Only the
+series whose gh-pages results changed are streamed (``touched_series``: those of the fact_result
+parts that came or went); the rows of every other series are carried from the published tables,
+which is what analysing them would give, since a series with the same points keeps its rows.
 
 Cost: the points are computed by DuckDB over the generation's Parquet parts with a memory
 limit (``MEMORY_LIMIT``) and a local spill directory, streamed in Arrow batches ordered by
@@ -26,10 +29,10 @@ in a refresh, started with the run), each batch analysed one series at a time
 (``series_rows.py``); the tables are the same whichever worker took a batch, since they are
 sorted by series at the end. Memory holds DuckDB's buffers, a few batches per worker and the
 output (a row per change point and per series), never the history. What stays proportional to
-the history is the scan and sort of the gh-pages results, the digest of every point, Otava's
-final t-tests and merge over every weak change point of a resumed series (both need the whole
-series; the t-tests of segments that did not change are taken from the state), and the segment
-medians around its change points.
+the history: the scan of fact_result that picks the touched series' results, then for each
+touched series the sort and digest of all its points, Otava's final t-tests and merge over its
+weak change points (both need the whole series; the t-tests of segments that did not change are
+taken from the state), and the segment medians around its change points.
 """
 
 from __future__ import annotations
