@@ -66,7 +66,13 @@ from liger_warehouse.analysis.part_inputs import (
     part_folder,
     sized_batches,
 )
-from liger_warehouse.analysis.run_batches import RUN_SEQ, appended_reaching, run_batches, runs_reaching
+from liger_warehouse.analysis.run_batches import (
+    RUN_SEQ,
+    appended_latest,
+    appended_reaching,
+    run_batches,
+    runs_reaching,
+)
 from liger_warehouse.model.derived_order import ORDER
 from liger_warehouse.model.tables import SCHEMAS, empty
 from liger_warehouse.serve.database import SQL_DIR
@@ -84,6 +90,7 @@ class Incremental:
     new_files: list[Part] = field(default_factory=list)  # fact_result parts not in prior
     gone_files: list[Part] = field(default_factory=list)  # prior fact_result parts not in gen
     touched: pa.Array | None = None  # the builds whose points changed (``_touched_builds``)
+    _appended: tuple[list[str], int] | None = None  # appended runs, reach of ``appended_latest``
 
     @classmethod
     def of(cls, gens: GenerationStore, gen: Generation, from_scratch: bool) -> Incremental:
@@ -151,19 +158,22 @@ class Incremental:
                 parts |= self._keyed_parts(table, rows, heads, names)
         return [parts[run] for run in sorted(parts)]
 
-    @staticmethod
     def _reaching(
-        con: duckdb.DuckDBPyConnection, order: list[str], parts: dict[str, Part], reach: int
+        self, con: duckdb.DuckDBPyConnection, order: list[str], parts: dict[str, Part], reach: int
     ) -> list[tuple[str, int, list[str]]]:
         """``runs_reaching``'s rows of the runs in ``order`` without a part in ``parts``. When
         they all come after the runs that keep theirs (a refresh that appends runs), only their
-        own series are looked up (``appended_reaching``)."""
+        own series are looked up (``appended_reaching``), once for both per-run tables: the
+        first asks for the most runs (``SQL_MODELS`` order), the second reads the same rows."""
         pending = [run for run in order if run not in parts]
         if not pending:
             return []
         if len(pending) == len(order) or order[-len(pending) :] != pending:
             return [row for row in con.execute(runs_reaching(reach)).fetchall() if row[0] not in parts]
-        con.register("appended_run", pa.table({"run": pa.array(pending, pa.string())}))
+        if self._appended is None or self._appended[0] != pending or self._appended[1] < reach:
+            con.register("appended_run", pa.table({"run": pa.array(pending, pa.string())}))
+            con.execute(f"create or replace temp table appended_latest as {appended_latest(reach)}")
+            self._appended = (pending, reach)
         rows = {row[0]: row for row in con.execute(appended_reaching(reach)).fetchall()}
         return [rows[run] for run in pending]
 
