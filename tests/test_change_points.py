@@ -468,7 +468,7 @@ def test_a_refresh_carries_the_rows_of_series_without_new_points(tmp_path):
     assert gens.read_table(gen, "fact_change_point") == table and table.num_rows >= 2
     assert gens.read_table(gen, "change_point_state") == state
     # What was streamed: the one series of the new runs.
-    touched = change_points.touched_series(gens, gen, gens.load(gen.parent))
+    touched = change_points.touched_series(gens, gen, gens.load(gen.parent), revisions.to_arrow())
     kernels = dict(
         zip(*gens.read_table(gen, "dim_series", ["series_digest", "kernel"]).to_pydict().values(), strict=True)
     )

@@ -63,7 +63,7 @@ from liger_warehouse.analysis.series_batch import BATCH_POINTS, Counts, batches
 from liger_warehouse.analysis.series_pool import SeriesPool, analyzed, series_pool
 from liger_warehouse.model.revisions import GH_PAGES
 from liger_warehouse.model.tables import SCHEMAS
-from liger_warehouse.store.generations import Generation, GenerationStore, Part
+from liger_warehouse.store.generations import Generation, GenerationStore, Part, parts_diff
 
 __all__ = ["Counts", "add_to_generation", "compute", "compute_with_state", "method", "run_points"]
 
@@ -177,42 +177,41 @@ def _parent(gens: GenerationStore, gen: Generation) -> Generation | None:
         return None
 
 
-def touched_series(gens: GenerationStore, gen: Generation, parent: Generation) -> pa.Table | None:
+def touched_series(gens: GenerationStore, gen: Generation, parent: Generation, revisions: pa.Table) -> pa.Table | None:
     """The series whose gh-pages points may differ from those ``parent`` analysed: the series
     of the fact_result parts that came or went (a part is named by its content). None when
-    every series must be streamed: a run that both hold took another place in the order."""
+    every series must be streamed: a run that both hold took another place in the order
+    (``revisions``: ``gen``'s revision_digest and seq)."""
     columns = ["revision_digest", "seq"]
     was = dict(zip(*gens.read_table(parent, "dim_upstream_revision", columns).to_pydict().values(), strict=True))
-    now = gens.read_table(gen, "dim_upstream_revision", columns).to_pydict()
-    if any(was.get(digest, seq) != seq for digest, seq in zip(*now.values(), strict=True)):
+    if any(
+        was.get(digest, seq) != seq for digest, seq in zip(*revisions.select(columns).to_pydict().values(), strict=True)
+    ):
         return None
-    before, after = {p.file for p in parent.parts("fact_result")}, {p.file for p in gen.parts("fact_result")}
-    changed = [p for p in gen.parts("fact_result") if p.file not in before]
-    changed += [p for p in parent.parts("fact_result") if p.file not in after]
-    rows = gens.read_parts("fact_result", changed, ["series_digest", "source"])
+    came, went = parts_diff(parent.parts("fact_result"), gen.parts("fact_result"))
+    rows = gens.read_parts("fact_result", came + went, ["series_digest", "source"])
     return pa.table({"series_digest": pc.unique(rows.filter(pc.equal(rows["source"], GH_PAGES))["series_digest"])})
 
 
-def _carried(con: duckdb.DuckDBPyConnection, parent: Generation, gens: GenerationStore) -> dict[str, str] | None:
-    """Relations over both tables of ``parent``, when its rows can be carried as they are: both
-    tables present, the state in this code's layout, every row computed by this ``method()``."""
-    parts = {name: [gens.storage.uri(p.file) for p in parent.parts(name)] for name in (TABLE, STATE)}
-    if not all(parts.values()):
+def carried_tables(gens: GenerationStore, parent: Generation) -> dict[str, pa.Table] | None:
+    """Both tables of ``parent`` (a row per change point and one per series), when its rows can
+    be carried as they are: both present, the state in this code's layout, every row computed
+    by this ``method()``."""
+    if not all(parent.parts(name) for name in (TABLE, STATE)):
         return None
-    relations = {name: _parquet(uris) for name, uris in parts.items()}
-    if not same_layout(con.sql(f"select * from {relations[STATE]} limit 0").to_arrow_table().schema):
+    tables = {name: gens.read_table(parent, name) for name in (TABLE, STATE)}
+    if not same_layout(tables[STATE].schema):
         return None
-    other = f"select count(*) from {{}} where method <> {quote(method())}"
-    if any(con.execute(other.format(relation)).fetchall()[0][0] for relation in relations.values()):
+    if any(pc.any(pc.not_equal(table["method"], method())).as_py() for table in tables.values()):
         return None
-    return relations
+    return {name: table.cast(SCHEMAS[name]) for name, table in tables.items()}
 
 
 def _run_touched(
     con: duckdb.DuckDBPyConnection,
     results: str,
     revisions: pa.Table,
-    prior: dict[str, str],
+    prior: dict[str, pa.Table],
     touched: pa.Table,
     pool: SeriesPool | None,
 ) -> tuple[dict[str, pa.Table], Counts]:
@@ -220,14 +219,10 @@ def _run_touched(
     series' rows carried from ``prior``: what ``_run`` over every series gives, since a series
     with the same points is "unchanged" there and keeps its rows."""
     con.register("cp_touched", touched)
-    only = "series_digest in (select series_digest from cp_touched)"
-    # The state as a table: _run reads it on a cursor of its own, which does not see cp_touched.
-    state = con.sql(f"select * from {prior[STATE]} where {only}").to_arrow_table()
-    tables, counts = _run(con, f"(select * from {results} where {only})", revisions, state, pool)
-    carried = {
-        name: con.sql(f"select * from {relation} where not ({only})").to_arrow_table().cast(SCHEMAS[name])
-        for name, relation in prior.items()
-    }
+    results = f"(select * from {results} where series_digest in (select series_digest from cp_touched))"
+    inside = {name: pc.is_in(table["series_digest"], touched["series_digest"]) for name, table in prior.items()}
+    tables, counts = _run(con, results, revisions, prior[STATE].filter(inside[STATE]), pool)
+    carried = {name: table.filter(pc.invert(inside[name])) for name, table in prior.items()}
     kept = carried[STATE]
     counts.merge(Counts(series=kept.num_rows, unchanged=kept.num_rows, points=pc.sum(kept["points"]).as_py() or 0))
     return _tables({name: [tables[name], carried[name]] for name in tables}), counts
@@ -255,8 +250,8 @@ def add_to_generation(
             revisions = gens.read_table(gen, "dim_upstream_revision", ["revision_digest", "seq"])
             results = gens.part_uris(gen, "fact_result")
             parent = _parent(gens, gen)
-            prior = _carried(con, parent, gens) if parent else None
-            touched = touched_series(gens, gen, parent) if prior else None
+            prior = carried_tables(gens, parent) if parent else None
+            touched = touched_series(gens, gen, parent, revisions) if prior else None
             if results and touched is not None:
                 tables, counts = _run_touched(con, _parquet(results), revisions, prior, touched, pool)
             elif results:

@@ -77,7 +77,7 @@ from liger_warehouse.model.derived_order import ORDER
 from liger_warehouse.model.tables import SCHEMAS, empty
 from liger_warehouse.serve.database import SQL_DIR
 from liger_warehouse.serve.table_views import parts_select
-from liger_warehouse.store.generations import Generation, GenerationStore, Part, part_file
+from liger_warehouse.store.generations import Generation, GenerationStore, Part, part_file, parts_diff
 
 
 @dataclass
@@ -104,10 +104,7 @@ class Incremental:
         # leaves the facts only with its source.
         if prior is not None and {p.key for p in prior.parts("fact_result")} - sources:
             prior = None
-        held = {p.file for p in prior.parts("fact_result")} if prior else set()
-        kept = {p.file for p in gen.parts("fact_result")}
-        new = [p for p in gen.parts("fact_result") if p.file not in held]
-        gone = [p for p in prior.parts("fact_result") if p.file not in kept] if prior else []
+        new, gone = parts_diff(prior.parts("fact_result") if prior else [], gen.parts("fact_result"))
         return cls(gens, gen, prior, new, gone)
 
     def source_parts(self, con: duckdb.DuckDBPyConnection, table: str, sources: dict[str, Source]) -> list[Part]:
@@ -390,10 +387,8 @@ class Incremental:
     def _changed_rows(self, table: str, parts: list[Part], columns: list[str]) -> pa.Table:
         """``columns`` of the parts of ``table`` that came (``parts`` has them, the published
         table not) or went."""
-        before = {p.file: p for p in self.prior.parts(table)}
-        after = {p.file: p for p in parts}
-        changed = [p for f, p in after.items() if f not in before] + [p for f, p in before.items() if f not in after]
-        return self.gens.read_parts(table, changed, columns)
+        came, went = parts_diff(self.prior.parts(table), parts)
+        return self.gens.read_parts(table, came + went, columns)
 
     def content_part(self, table: str, data: pa.Table | pa.RecordBatchReader) -> Part:
         # Keyed by the derivation version: a later refresh carries it only under the same SQL.

@@ -175,17 +175,16 @@ def final_pass(
             read[key] = stats
         return stats
 
-    points = [
-        ChangePoint.from_candidate(cp, t_test(weak[i - 1].index if i else 0, cp.index, _right(weak, i, n)))
-        for i, cp in enumerate(weak)
-    ]
+    points = [ChangePoint.from_candidate(cp, t_test(*_segments(weak, i, n))) for i, cp in enumerate(weak)]
     found = merge(points, t_test, n)
     return [(int(cp.index), float(cp.stats.pvalue)) for cp in found], read
 
 
-def _right(points: list, i: int, n: int) -> int:
-    """Where the segment after ``points[i]`` ends: the next point, or the end of the series."""
-    return points[i + 1].index if i + 1 < len(points) else n
+def _segments(points: list[CandidateChangePoint], i: int, n: int) -> tuple[int, int, int]:
+    """(left, index, right): ``points[i]`` between its neighbours, the start and the end ``n`` of
+    the series where it has none. Otava's t-test of it compares [left, index) with [index, right)."""
+    left = points[i - 1].index if i else 0
+    return left, points[i].index, points[i + 1].index if i + 1 < len(points) else n
 
 
 def merge(points: list[ChangePoint], t_test: Callable[[int, int, int], TTestStats], n: int) -> list[ChangePoint]:
@@ -203,10 +202,7 @@ def merge(points: list[ChangePoint], t_test: Callable[[int, int, int], TTestStat
         del points[at]
         for i in (at, at + 1):
             if i < len(points):
-                left = points[i - 1].index if i else 0
-                points[i] = ChangePoint.from_candidate(
-                    points[i].to_candidate(), t_test(left, points[i].index, _right(points, i, n))
-                )
+                points[i] = ChangePoint.from_candidate(points[i].to_candidate(), t_test(*_segments(points, i, n)))
     return points
 
 

@@ -87,6 +87,14 @@ class Part:
     rows: int
 
 
+def parts_diff(before: Iterable[Part], after: Iterable[Part]) -> tuple[list[Part], list[Part]]:
+    """The parts of ``after`` whose file ``before`` lacks (came) and those of ``before`` whose
+    file ``after`` lacks (went), each file once. A part's file is named by its content, so a
+    changed part both went and came."""
+    held, kept = {p.file: p for p in before}, {p.file: p for p in after}
+    return [p for f, p in kept.items() if f not in held], [p for f, p in held.items() if f not in kept]
+
+
 @dataclass
 class ReadersCopy:
     """One file holding the rows of a table's ``covers`` parts, sorted by ``order`` for readers
