@@ -12,6 +12,7 @@ again from scratch over the published generation and compared with what the refr
 
 from __future__ import annotations
 
+import gzip
 import json
 from dataclasses import replace
 from pathlib import Path
@@ -178,6 +179,31 @@ def test_a_nightly_after_every_other_build_is_derived_from_its_series_latest_bui
         if runs[-1] != "81f932a-v0.6.5":
             assert builds[-1].endswith("." + runs[-1]), builds[-3:]  # the new nightly ranks last
         _as_from_scratch(gens, published)
+
+
+def test_a_pairings_step_reaches_back_to_the_last_run_that_holds_both_of_its_series(tmp_path: Path):
+    """A run without one baseline's rows holds its Liger series alone: the pairing's step into
+    the run appended after it reaches back past it, to the run before that holds both, which the
+    refresh reads from the published speedup steps (``run_batches.pairings_latest``)."""
+    mirror = small_mirror(tmp_path / "mirror", commits=1, runs=7)
+    csv = mirror / "gh-pages" / "benchmarks" / "7656bcb" / "benchmark.csv.gz"
+    lines = gzip.decompress(csv.read_bytes()).splitlines(keepends=True)
+    csv.write_bytes(
+        gzip.compress(b"".join(line for line in lines if not line.startswith(b"cross_entropy,huggingface,")))
+    )
+    root = tmp_path / "warehouse"
+    gens = GenerationStore(Storage(str(root)))
+    for runs in LISTINGS[0][:2], LISTINGS[0]:
+        _list_runs(mirror, runs)
+        assert refresh(root, upstream=str(mirror)).result.success
+    published = gens.current()
+    series = gens.read_table(published, "dim_series", ["series_digest", "kernel"]).to_pylist()
+    kernel = {s["series_digest"]: s["kernel"] for s in series}
+    steps = gens.read_table(published, "fact_speedup_step").to_pylist()
+    into = {(kernel[s["liger_series_digest"]], s["base_run"]) for s in steps if s["head_run"] == "81f932a-v0.6.5"}
+    assert ("cross_entropy", "4444fdf") in into and ("cross_entropy", "7656bcb") not in into
+    assert ("dyt_beta=True", "7656bcb") in into, "the other pairings step from the run before"
+    _as_from_scratch(gens, published)
 
 
 def test_a_content_part_is_the_same_bytes_however_its_rows_are_chunked(tmp_path: Path, monkeypatch):

@@ -59,8 +59,10 @@ def add_to_generation(
                 parts = incremental.run_parts(con, name, tables["fact_run_point"], 1)
             elif name == "fact_series_spread":
                 parts = incremental.series_spreads(con, tables["fact_run_step"])
+            elif name == "fact_speedup_step":
+                parts = incremental.speedup_steps(con, tables["fact_run_point"])
             elif name == "fact_speedup_spread":
-                parts = incremental.speedup_spreads(con, tables["fact_run_point"])
+                parts = incremental.speedup_spreads(con, tables["fact_speedup_step"])
             else:
                 parts = [incremental.content_part(name, stream(con, name))]
             tables[name] = parts

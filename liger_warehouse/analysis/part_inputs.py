@@ -28,6 +28,7 @@ KEYED_PARTS = (
     "fact_speedup_point",
     "fact_recent_point",
     "fact_run_step",
+    "fact_speedup_step",
     "fact_build_point",
     "fact_build_step",
     "fact_restatement",

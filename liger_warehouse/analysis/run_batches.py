@@ -19,6 +19,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
+import duckdb
+import pyarrow as pa
+
 # Run points of the runs a batch derives (a run with more is a batch of its own).
 BATCH_POINTS = 1_000_000
 
@@ -95,6 +98,27 @@ def appended_reaching(reach: int) -> str:
     group by run
     order by run
     """
+
+
+def pairings_latest(con: duckdb.DuckDBPyConnection, appended: list[str], steps: str) -> set[str]:
+    """For the runs ``appended`` (which come after every other run with points), the last other
+    run that holds both series of each pairing of a Liger series they hold, read from ``steps``
+    (a select of the published ``fact_speedup_step``): the runs a pairing's step into an appended
+    run reaches back to, however far. Their series are left in the temp table ``appended_series``."""
+    con.register("appended_run", pa.table({"run": pa.array(appended, pa.string())}))
+    con.execute(
+        "create or replace temp table appended_series as select distinct series_digest "
+        "from fact_run_point where run in (select run from appended_run)"
+    )
+    latest = f"""
+    with run_seq as ({RUN_SEQ})
+    select distinct max_by(s.head_run, (r.seq, s.head_run))
+    from ({steps}) as s
+    join run_seq as r on r.run = s.head_run
+    where s.liger_series_digest in (select series_digest from appended_series)
+    group by s.liger_series_digest, s.baseline_series_digest
+    """
+    return {run for (run,) in con.execute(latest).fetchall()}
 
 
 def run_batches(runs: Iterable[tuple[str, int, list[str]]]) -> Iterator[tuple[set[str], set[str]]]:

@@ -15,6 +15,7 @@ ORDER = {
     "fact_run_step": ["head_run", "series_digest"],
     "fact_series_spread": ["series_digest"],
     "fact_series_noise": ["series_digest"],
+    "fact_speedup_step": ["head_run", "liger_series_digest", "baseline_series_digest"],
     "fact_speedup_spread": ["liger_series_digest", "baseline_series_digest"],
     "fact_speedup_noise": ["liger_series_digest", "baseline_series_digest"],
     "fact_restatement": ["source_key", "result_digest"],

@@ -78,9 +78,14 @@ DESCRIPTIONS = {
     "fact_series_noise": "One row per series: its run-to-run noise (against its sweep, and its "
     "sweep's shifts), read from its gh-pages run history, and the smallest change a verdict can see "
     "in it. Derived at publish by sql/derived/fact_series_noise.sql; docs/VERDICTS.md.",
+    "fact_speedup_step": "One row per pairing of a Liger series with a baseline series and gh-pages "
+    "run that holds both: the log speedup there and its step from the last run before it that holds "
+    "both, which the pairing's spread is read from. One part per head run. Derived at publish by "
+    "sql/derived/fact_speedup_step.sql; docs/VERDICTS.md.",
     "fact_speedup_spread": "One row per pairing of a Liger series with a baseline series: how much the "
     "speedup of one over the other moved from one gh-pages run to the next, before fact_speedup_noise "
-    "pulls it toward similar pairings. Derived at publish by sql/derived/fact_speedup_spread.sql; "
+    "pulls it toward similar pairings, from its speedup steps. Derived at publish by "
+    "sql/derived/fact_speedup_spread.sql; "
     "docs/VERDICTS.md.",
     "fact_speedup_noise": "One row per pairing of a Liger series with a baseline series: how much the "
     "speedup of one over the other moves from one gh-pages run to the next, which decides when a "

@@ -53,7 +53,8 @@ T_TEST = pa.struct(
         ("pvalue", pa.float64()),
     ]
 )
-# A pairing's spread (sql/derived/fact_speedup_spread.sql), which fact_speedup_noise pools.
+# A pairing's spread (sql/derived/fact_speedup_spread.sql), which fact_speedup_noise pools; its
+# first three columns name the pairing in fact_speedup_step.
 SPEEDUP_SPREAD = [
     *((f"{side}_series_digest", DIGEST) for side in ("liger", "baseline")),
     *(("metric", pa.string()), ("history", pa.int64()), ("spread", pa.float64())),
@@ -353,18 +354,17 @@ SCHEMAS: dict[str, pa.Schema] = {
     ),
     "fact_series_noise": pa.schema(
         [
-            ("series_digest", DIGEST),
-            ("history", pa.int64()),
-            ("residual_noise", pa.float64()),
-            ("sweep_noise", pa.float64()),
-            ("residual_spread", pa.float64()),
-            ("sweep_spread", pa.float64()),
+            *(("series_digest", DIGEST), ("history", pa.int64())),
+            *((name, pa.float64()) for name in ("residual_noise", "sweep_noise", "residual_spread", "sweep_spread")),
             ("sweep_history", pa.int64()),
-            ("residual_pool", pa.float64()),
-            ("sweep_pool", pa.float64()),
-            ("pooled", pa.bool_()),
-            ("noise", pa.float64()),
-            ("detectable_change", pa.float64()),
+            *(("residual_pool", pa.float64()), ("sweep_pool", pa.float64()), ("pooled", pa.bool_())),
+            *(("noise", pa.float64()), ("detectable_change", pa.float64())),
+        ]
+    ),
+    "fact_speedup_step": pa.schema(
+        [
+            *(("head_run", pa.string()), *SPEEDUP_SPREAD[:3], ("base_run", pa.string())),
+            *(("log_speedup", pa.float64()), ("step", pa.float64())),
         ]
     ),
     "fact_speedup_spread": pa.schema(SPEEDUP_SPREAD),
@@ -387,7 +387,7 @@ TABLES = tuple(SCHEMAS)
 SQL_MODELS = (
     *("dim_series", "dim_build", "fact_run_point", "fact_recent_point", "fact_build_point", "fact_build_step"),
     *("fact_speedup_pair", "fact_speedup_point", "fact_run_step", "fact_series_spread", "fact_series_noise"),
-    *("fact_speedup_spread", "fact_speedup_noise", "fact_restatement"),
+    *("fact_speedup_step", "fact_speedup_spread", "fact_speedup_noise", "fact_restatement"),
 )
 # Written by the change point detection (analysis/change_points.py).
 CHANGE_POINT_TABLES = ("fact_change_point", "change_point_state")
