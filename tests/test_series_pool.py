@@ -76,3 +76,40 @@ def test_change_points_fall_back_to_the_step_process_when_no_worker_can_start(tm
     assert done.returncode == 0, done.stderr
     assert "pool: None" in done.stdout
     assert "no worker could start" in done.stderr
+
+
+# Starts the resource's workers, waits until they have loaded, releases them as the change point
+# step does when it is done, and prints how many workers there were before and after.
+_RELEASED = """
+import logging, time
+import dagster as dg
+import psutil
+from pipelines.defs.resources import ChangePointResource
+
+
+def workers():
+    server = [p for p in psutil.Process().children() if "forkserver" in " ".join(p.cmdline())]
+    return [c for s in server for c in s.children() if c.status() != psutil.STATUS_ZOMBIE]
+
+
+resource = ChangePointResource(workers=2)
+resource.setup_for_execution(dg.build_init_resource_context())
+pool = resource.pool(logging.getLogger("test"))
+for _ in range(600):
+    if len(workers()) >= 2:
+        break
+    time.sleep(0.1)
+print("before:", len(workers()))
+resource.release()
+print("after:", len(workers()), "pool:", resource.pool(logging.getLogger("test")))
+resource.teardown_after_execution(dg.build_init_resource_context())
+"""
+
+
+def test_the_workers_stop_once_the_change_points_are_computed():
+    """Released, the workers end (the steps after the change points do not carry their memory)
+    and the step's process would compute change points itself."""
+    done = subprocess.run([sys.executable, "-c", _RELEASED], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "before: 2" in done.stdout
+    assert "after: 0 pool: None" in done.stdout

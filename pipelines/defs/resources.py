@@ -41,7 +41,8 @@ class WarehouseResource(dg.ConfigurableResource):
 class ChangePointResource(dg.ConfigurableResource):
     """The processes that compute change points (liger_warehouse/analysis/series_pool.py). With
     more than one, they start with the run, so they load Otava and SciPy while the steps before
-    the change points run, and stop with it."""
+    the change points run, and stop when the change points are computed (``release``) or with
+    the run."""
 
     workers: int = 1
     _pool: SeriesPool | None = PrivateAttr(None)
@@ -52,6 +53,11 @@ class ChangePointResource(dg.ConfigurableResource):
             self._pool.start()
 
     def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
+        self.release()
+
+    def release(self) -> None:
+        """Stop the workers: they serve the change points only, and the memory they hold would
+        count against every step after it (at 10^7 results, the readers' copies' sort)."""
         if self._pool is not None:
             self._pool.close()
             self._pool = None

@@ -44,7 +44,10 @@ def fact_change_point(
 
     gens = warehouse.generations()
     gen = staged_input(context, gens, [INGEST_STEP])
-    parts, counts = detection.add_to_generation(gens, gen, change_points.pool(context.log))
+    try:
+        parts, counts = detection.add_to_generation(gens, gen, change_points.pool(context.log))
+    finally:
+        change_points.release()
     context.log.info(
         f"change points of {counts.series} series: {counts.resumed} resumed, "
         f"{counts.unchanged} unchanged, {counts.from_scratch} from scratch"
