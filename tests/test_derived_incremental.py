@@ -54,9 +54,7 @@ def _query_seq(root: Path) -> dict[str, int]:
     return {r["run"]: r["seq"] for r in rows if r["source"] == "gh-pages"}
 
 
-def test_each_refresh_derives_what_it_touched_and_matches_a_derivation_from_scratch(tmp_path: Path, monkeypatch):
-    # the appended runs' series looked up in the one newest run before them first, then in more
-    monkeypatch.setattr(run_batches, "LATEST_WINDOW", 1)
+def test_each_refresh_derives_what_it_touched_and_matches_a_derivation_from_scratch(tmp_path: Path):
     mirror = small_mirror(tmp_path / "mirror", commits=1, runs=7)
     root = tmp_path / "warehouse"
     gens = GenerationStore(Storage(str(root)))

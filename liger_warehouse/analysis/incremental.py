@@ -66,8 +66,8 @@ from liger_warehouse.analysis.part_inputs import (
 )
 from liger_warehouse.analysis.run_batches import (
     RUN_SEQ,
+    appended_latest,
     appended_reaching,
-    look_up_latest,
     pairings_latest,
     run_batches,
     runs_reaching,
@@ -83,7 +83,7 @@ class Incremental(BuildTables):
     """What a refresh derives of each derived table and what it carries from the published
     generation ``prior`` (the per-build tables: ``BuildTables``)."""
 
-    _appended: tuple[list[str], int] | None = None  # appended runs, reach of ``look_up_latest``
+    _appended: tuple[list[str], int] | None = None  # appended runs, reach of ``appended_latest``
 
     @classmethod
     def of(cls, gens: GenerationStore, gen: Generation, from_scratch: bool) -> Incremental:
@@ -195,7 +195,7 @@ class Incremental(BuildTables):
             return [row for row in con.execute(runs_reaching(reach)).fetchall() if row[0] not in parts]
         if self._appended is None or self._appended[0] != pending or self._appended[1] < reach:
             con.register("appended_run", pa.table({"run": pa.array(pending, pa.string())}))
-            look_up_latest(con, order[: -len(pending)], reach)
+            con.execute(f"create or replace temp table appended_latest as {appended_latest(reach)}")
             self._appended = (pending, reach)
         rows = {row[0]: row for row in con.execute(appended_reaching(reach)).fetchall()}
         return [rows[run] for run in pending]

@@ -12,9 +12,9 @@ Which runs each run reaches back to is itself a window over every run point (``r
 A refresh that appends runs after every run it carries asks only for the appended runs
 (``appended_reaching``): the latest runs before them that hold each of their series, a top-n per
 series instead of a window over the whole history (at 1,000 revisions, 1.1 s instead of 4.9-7.3 s
-per table), looked up once per refresh for both tables (``appended_latest``), in the newest runs
-first (``look_up_latest``). ``fact_speedup_step`` reaches back per pairing, not per series: its
-look-up reads the published steps (``pairings_latest``).
+per table), looked up once per refresh for both tables (``appended_latest``).
+``fact_speedup_step`` reaches back per pairing, not per series: its look-up reads the published
+steps (``pairings_latest``).
 """
 
 from __future__ import annotations
@@ -26,9 +26,6 @@ import pyarrow as pa
 
 # Run points of the runs a batch derives (a run with more is a batch of its own).
 BATCH_POINTS = 1_000_000
-# The newest runs before the appended ones whose points the look-up of the appended series'
-# latest runs reads first (``look_up_latest``).
-LATEST_WINDOW = 64
 
 
 def runs_reaching(reach: int) -> str:
@@ -64,8 +61,8 @@ RUN_SEQ = """
 
 def appended_latest(reach: int) -> str:
     """For the runs of ``appended_run`` (which come after every other run with points), one row
-    per run and series it holds: the ``reach`` latest runs of ``latest_window`` (the newest runs
-    before them) that hold the series, newest first (none for a series new to the window)."""
+    per run and series it holds: the ``reach`` latest other runs that hold the series, newest
+    first (none for a new series)."""
     return f"""
     with run_seq as ({RUN_SEQ}),
     head as (
@@ -77,34 +74,14 @@ def appended_latest(reach: int) -> str:
         select p.series_digest, max_by(p.run, (s.seq, p.run), {int(reach)}) as runs
         from fact_run_point as p
         join run_seq as s using (run)
-        where p.run in (select run from latest_window)
+        where p.run not in (select run from appended_run)
             and p.series_digest in (select series_digest from head)
         group by p.series_digest
     )
-    select h.run, h.series_digest, coalesce(l.runs, []) as runs
+    select h.run, coalesce(l.runs, []) as runs
     from head as h
     left join latest as l using (series_digest)
     """
-
-
-def look_up_latest(con: duckdb.DuckDBPyConnection, earlier: list[str], reach: int) -> None:
-    """``appended_latest(reach)`` into the temp table of that name, read from the newest of the
-    ``earlier`` runs (every run before ``appended_run``, in upstream's order) first:
-    ``LATEST_WINDOW`` of them, then four times as many, until each appended series has ``reach``
-    runs there or every run is read. A series' latest runs are among the newest runs that hold it,
-    so the rows are those of a look-up over every run; a nightly's series were mostly in the runs
-    just before it, so the look-up opens their parts, not every run's (the run is the key of the
-    run point parts: a filter on it skips the others unopened)."""
-    size = LATEST_WINDOW
-    while True:
-        con.register("latest_window", pa.table({"run": pa.array(earlier[-size:], pa.string())}))
-        con.execute(f"create or replace temp table appended_latest as {appended_latest(reach)}")
-        if size >= len(earlier):
-            return
-        [(short,)] = con.execute(f"select count(*) from appended_latest where len(runs) < {int(reach)}").fetchall()
-        if not short:
-            return
-        size *= 4
 
 
 def appended_reaching(reach: int) -> str:
