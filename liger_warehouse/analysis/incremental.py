@@ -148,7 +148,7 @@ class Incremental(BuildTables):
         order, names, parts = self._run_names(con, table, run_points)
         pending = [run for run in order if run not in parts]
         views = {}
-        if self.prior is not None and 0 < len(pending) < len(order) and order[-len(pending) :] == pending:
+        if self.prior is not None and _appended_only(order, pending):
             needed = pairings_latest(con, pending, parts_select(table, self.prior.parts(table)))
             in_appended = "series_digest in (select series_digest from appended_series)"
             views = {"fact_run_point": ([p for p in run_points if p.key in needed | set(pending)], in_appended)}
@@ -191,7 +191,7 @@ class Incremental(BuildTables):
         pending = [run for run in order if run not in parts]
         if not pending:
             return []
-        if len(pending) == len(order) or order[-len(pending) :] != pending:
+        if not _appended_only(order, pending):
             return [row for row in con.execute(runs_reaching(reach)).fetchall() if row[0] not in parts]
         if self._appended is None or self._appended[0] != pending or self._appended[1] < reach:
             con.register("appended_run", pa.table({"run": pa.array(pending, pa.string())}))
@@ -258,3 +258,9 @@ class Incremental(BuildTables):
             return [self.content_part(table, stream(con, table, "select * from rederived_rows"))]
         finally:
             con.execute("drop table rederived_rows")
+
+
+def _appended_only(order: list[str], pending: list[str]) -> bool:
+    """Whether the runs ``pending`` (in upstream's ``order``) all come after every run that keeps
+    its part, and some run does: a refresh that appends runs."""
+    return 0 < len(pending) < len(order) and order[-len(pending) :] == pending
