@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from liger_warehouse.analysis import derived, model_rows, part_inputs, run_batches
+from liger_warehouse.analysis import derived, incremental, model_rows, part_inputs, run_batches
 from liger_warehouse.model.tables import SCHEMAS, SQL_MODELS
 from liger_warehouse.serve.database import create_views, open_duckdb
 from liger_warehouse.store import generations
@@ -203,6 +203,33 @@ def test_a_pairings_step_reaches_back_to_the_last_run_that_holds_both_of_its_ser
     into = {(kernel[s["liger_series_digest"]], s["base_run"]) for s in steps if s["head_run"] == "81f932a-v0.6.5"}
     assert ("cross_entropy", "4444fdf") in into and ("cross_entropy", "7656bcb") not in into
     assert ("dyt_beta=True", "7656bcb") in into, "the other pairings step from the run before"
+    _as_from_scratch(gens, published)
+
+
+def test_a_new_run_reads_its_series_latest_runs_from_the_published_table(tmp_path: Path, monkeypatch):
+    """A refresh that appends a new run finds the runs its series' rows reach back to in the
+    published ``series_latest_runs`` (one row per series), not in every run point: with the scan
+    over every run point made to fail, the nightly still refreshes, and every table, the latest
+    runs included, equals a derivation from scratch."""
+    mirror = small_mirror(tmp_path / "mirror", commits=1, runs=7)
+    root = tmp_path / "warehouse"
+    gens = GenerationStore(Storage(str(root)))
+    _list_runs(mirror, LISTINGS[0])
+    assert refresh(root, upstream=str(mirror)).result.success
+    before = gens.read_table(gens.current(), "series_latest_runs")
+
+    def scanned(reach: int) -> str:
+        raise AssertionError(f"looked up the latest {reach} runs over every run point")
+
+    monkeypatch.setattr(incremental, "appended_latest", scanned)
+    _list_runs(mirror, LISTINGS[1])
+    assert refresh(root, upstream=str(mirror)).result.success
+    published = gens.current()
+    after = {r["series_digest"]: r["runs"] for r in gens.read_table(published, "series_latest_runs").to_pylist()}
+    held = {r["series_digest"]: r["runs"] for r in before.to_pylist()}
+    gained = {s for s, runs in after.items() if runs[0] == "1fdb668"}
+    assert gained and all(after[s][1:] == held.get(s, [])[:4] for s in gained), "the new run first, then the old"
+    assert all(after[s] == runs for s, runs in held.items() if s not in gained), "the other series carried"
     _as_from_scratch(gens, published)
 
 

@@ -46,6 +46,8 @@ def add_to_generation(
                 parts = incremental.source_parts(con, name, gh_pages)
             elif name in ("fact_speedup_pair", "fact_restatement"):
                 parts = incremental.source_parts(con, name, sources)
+            elif name == "series_latest_runs":
+                parts = incremental.latest_runs(con, tables["fact_run_point"])
             elif name == "dim_series":
                 parts = incremental.series(con)
             elif name in ("fact_build_point", "fact_speedup_point"):

@@ -10,6 +10,9 @@ with the same rows a derivation from scratch gives:
   members, the releases of its commit, the SQL): a source whose inputs are unchanged keeps its
   part, a new or changed one gets a new part;
 - ``dim_series`` adds the series of new fact_result parts that it lacks;
+- ``series_latest_runs`` re-derives the series of the runs a refresh appends (when it changes no
+  other run) and carries the others: the per-run tables read their appended runs' series' latest
+  runs from its published rows;
 - ``fact_build_point`` has one part per build: it re-derives the builds whose points changed (the
   builds of changed run parts, the versions of changed main-branch or imported rows) and carries
   the others;
@@ -67,7 +70,10 @@ from liger_warehouse.analysis.part_inputs import (
 from liger_warehouse.analysis.run_batches import (
     RUN_SEQ,
     appended_latest,
+    appended_latest_held,
     appended_reaching,
+    appended_series,
+    held_runs,
     pairings_latest,
     run_batches,
     runs_reaching,
@@ -163,7 +169,7 @@ class Incremental(BuildTables):
         the revisions alone), the name of each run's part of ``table`` (a digest chained over the
         run point parts of every run up to it), and the published parts that keep their name."""
         point_file = {p.key: p.file for p in run_points if p.rows}
-        order = [run for run, _ in con.execute(f"{RUN_SEQ} order by seq, run").fetchall() if run in point_file]
+        order = _run_order(con, run_points)
         chained = chained_digests([(run, point_file[run]) for run in order])
         names = {run: keyed_name(table, run, name) for run, name in chained.items()}
         return order, names, self._unchanged(table, names)
@@ -195,10 +201,38 @@ class Incremental(BuildTables):
             return [row for row in con.execute(runs_reaching(reach)).fetchall() if row[0] not in parts]
         if self._appended is None or self._appended[0] != pending or self._appended[1] < reach:
             con.register("appended_run", pa.table({"run": pa.array(pending, pa.string())}))
-            con.execute(f"create or replace temp table appended_latest as {appended_latest(reach)}")
+            new = self._new_runs(pending)
+            latest = appended_latest_held(self._held_latest()) if new else appended_latest(reach)
+            con.execute(f"create or replace temp table appended_latest as {latest}")
             self._appended = (pending, reach)
         rows = {row[0]: row for row in con.execute(appended_reaching(reach)).fetchall()}
         return [rows[run] for run in pending]
+
+    def latest_runs(self, con: duckdb.DuckDBPyConnection, run_points: list[Part]) -> list[Part]:
+        """``series_latest_runs``: when the refresh appends new runs and changes no other run's
+        points, the rows of their series re-derived over the run points of those runs and of the
+        runs the published rows name (a series' newest runs are among them), the others carried;
+        otherwise derived over every run point."""
+        table = "series_latest_runs"
+        came, went = parts_diff(self.prior.parts("fact_run_point"), run_points) if self.prior else ([], [])
+        if self.prior is not None and not came and not went:
+            return self.prior.parts(table)
+        order = _run_order(con, run_points)
+        appended = [run for run in order if run in {p.key for p in came}]
+        if self.prior is None or went or not _appended_only(order, appended):
+            return [self.content_part(table, stream(con, table))]
+        appended_series(con, appended)
+        needed = held_runs(con, self._held_latest()) | set(appended)
+        in_appended = "series_digest in (select series_digest from appended_series)"
+        views = {"fact_run_point": ([p for p in run_points if p.key in needed], in_appended)}
+        return self._rederived(con, table, in_appended, views)
+
+    def _new_runs(self, runs: list[str]) -> bool:
+        """Whether none of ``runs`` has run points in the published generation."""
+        return not set(runs) & {p.key for p in self.prior.parts("fact_run_point")}
+
+    def _held_latest(self) -> str:
+        return parts_select("series_latest_runs", self.prior.parts("series_latest_runs"))
 
     def series(self, con: duckdb.DuckDBPyConnection) -> list[Part]:
         """The published series and those of the new fact_result parts that it lacks."""
@@ -258,6 +292,12 @@ class Incremental(BuildTables):
             return [self.content_part(table, stream(con, table, "select * from rederived_rows"))]
         finally:
             con.execute("drop table rederived_rows")
+
+
+def _run_order(con: duckdb.DuckDBPyConnection, run_points: list[Part]) -> list[str]:
+    """The gh-pages runs with points (a part of ``run_points`` with rows), in upstream's order."""
+    held = {p.key for p in run_points if p.rows}
+    return [run for run, _ in con.execute(f"{RUN_SEQ} order by seq, run").fetchall() if run in held]
 
 
 def _appended_only(order: list[str], pending: list[str]) -> bool:

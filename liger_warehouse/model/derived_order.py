@@ -7,6 +7,7 @@ ORDER = {
     "dim_series": ["series_digest"],
     "dim_build": ["build_rank"],
     "fact_run_point": ["run", "series_digest"],
+    "series_latest_runs": ["series_digest"],
     "fact_recent_point": ["run", "series_digest"],
     "fact_build_point": ["build", "series_digest"],
     "fact_build_step": ["head_build", "base_build", "series_digest"],

@@ -42,6 +42,9 @@ DESCRIPTIONS = {
     "of the newest in upstream's list (last_run_seq). Derived at publish by sql/derived/dim_build.sql.",
     "fact_run_point": "One row per series and gh-pages run: the result that stands for the series "
     "in the run. Derived at publish by sql/derived/fact_run_point.sql.",
+    "series_latest_runs": "One row per series with gh-pages points: its verdict_rule().recent_runs "
+    "newest gh-pages runs, newest first, which the next refresh's appended runs reach back to. Derived "
+    "at publish by sql/derived/series_latest_runs.sql.",
     "fact_recent_point": "One row per series and gh-pages run: the series' recent level there, the "
     "median over that run and the runs before it that hold the series (verdict_rule().recent_runs at "
     "most), which compare_runs also judges a head against. Derived at publish by "

@@ -341,15 +341,9 @@ SCHEMAS: dict[str, pa.Schema] = {
     ),
     "fact_series_spread": pa.schema(
         [
-            ("series_digest", DIGEST),
-            ("metric", pa.string()),
-            ("is_liger", pa.bool_()),
-            ("sweep_key", pa.string()),
-            ("history", pa.int64()),
-            ("alone", pa.bool_()),
-            ("residual_spread", pa.float64()),
-            ("sweep_history", pa.int64()),
-            ("sweep_spread", pa.float64()),
+            *(("series_digest", DIGEST), ("metric", pa.string()), ("is_liger", pa.bool_()), ("sweep_key", pa.string())),
+            *(("history", pa.int64()), ("alone", pa.bool_()), ("residual_spread", pa.float64())),
+            *(("sweep_history", pa.int64()), ("sweep_spread", pa.float64())),
         ]
     ),
     "fact_series_noise": pa.schema(
@@ -368,6 +362,7 @@ SCHEMAS: dict[str, pa.Schema] = {
         ]
     ),
     "fact_speedup_spread": pa.schema(SPEEDUP_SPREAD),
+    "series_latest_runs": pa.schema([("series_digest", DIGEST), ("runs", pa.list_(pa.string()))]),
     "fact_speedup_noise": pa.schema([*SPEEDUP_SPREAD, ("pool", pa.float64()), ("noise", pa.float64())]),
     "digest_migration": pa.schema(
         [
@@ -385,7 +380,8 @@ DIGEST_COLUMN["dim_upstream_revision"] = "revision_digest"
 TABLES = tuple(SCHEMAS)
 # Derived tables written by the SQL models in sql/derived/, in build order: each may read those before.
 SQL_MODELS = (
-    *("dim_series", "dim_build", "fact_run_point", "fact_recent_point", "fact_build_point", "fact_build_step"),
+    *("dim_series", "dim_build", "fact_run_point", "series_latest_runs", "fact_recent_point", "fact_build_point"),
+    "fact_build_step",
     *("fact_speedup_pair", "fact_speedup_point", "fact_run_step", "fact_series_spread", "fact_series_noise"),
     *("fact_speedup_step", "fact_speedup_spread", "fact_speedup_noise", "fact_restatement"),
 )
