@@ -30,3 +30,11 @@ def test_a_manifest_reads_back_as_the_generation_it_was_written_from():
     text = gen.to_json()
     assert json.loads(text) == json.loads(json.dumps(asdict(gen)))
     assert Generation.from_json(text) == gen
+
+
+def test_a_manifest_written_before_schema_versions_and_readers_copies_reads_as_version_one():
+    data = asdict(_generation("a warning"))
+    del data["schema_version"], data["readers"]
+    old = Generation.from_json(json.dumps(data, indent=1, sort_keys=True))
+    assert (old.schema_version, old.readers) == (1, {})
+    assert old.tables == _generation("a warning").tables
