@@ -184,7 +184,7 @@ def test_a_nightly_after_every_other_build_is_derived_from_its_series_latest_bui
 def test_a_pairings_step_reaches_back_to_the_last_run_that_holds_both_of_its_series(tmp_path: Path):
     """A run without one baseline's rows holds its Liger series alone: the pairing's step into
     the run appended after it reaches back past it, to the run before that holds both, which the
-    refresh reads from the published speedup steps (``run_batches.pairings_latest``)."""
+    refresh reads from the published spreads (each pairing's ``last_run``)."""
     mirror = small_mirror(tmp_path / "mirror", commits=1, runs=7)
     csv = mirror / "gh-pages" / "benchmarks" / "7656bcb" / "benchmark.csv.gz"
     lines = gzip.decompress(csv.read_bytes()).splitlines(keepends=True)
@@ -208,9 +208,10 @@ def test_a_pairings_step_reaches_back_to_the_last_run_that_holds_both_of_its_ser
 
 def test_a_new_run_reads_its_series_latest_runs_from_the_published_table(tmp_path: Path, monkeypatch):
     """A refresh that appends a new run finds the runs its series' rows reach back to in the
-    published ``series_latest_runs`` (one row per series), not in every run point: with the scan
-    over every run point made to fail, the nightly still refreshes, and every table, the latest
-    runs included, equals a derivation from scratch."""
+    published ``series_latest_runs`` (one row per series), not in every run point, and its
+    pairings' last runs in the published ``fact_speedup_spread``, not in every speedup step: with
+    both scans made to fail, the nightly still refreshes, and every table, the latest runs
+    included, equals a derivation from scratch."""
     mirror = small_mirror(tmp_path / "mirror", commits=1, runs=7)
     root = tmp_path / "warehouse"
     gens = GenerationStore(Storage(str(root)))
@@ -218,10 +219,11 @@ def test_a_new_run_reads_its_series_latest_runs_from_the_published_table(tmp_pat
     assert refresh(root, upstream=str(mirror)).result.success
     before = gens.read_table(gens.current(), "series_latest_runs")
 
-    def scanned(reach: int) -> str:
-        raise AssertionError(f"looked up the latest {reach} runs over every run point")
+    def scanned(over: object) -> str:
+        raise AssertionError(f"looked up the latest runs over every run point or step ({over})")
 
     monkeypatch.setattr(incremental, "appended_latest", scanned)
+    monkeypatch.setattr(incremental, "stepped_pairing_runs", scanned)
     _list_runs(mirror, LISTINGS[1])
     assert refresh(root, upstream=str(mirror)).result.success
     published = gens.current()

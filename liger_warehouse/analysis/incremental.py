@@ -73,10 +73,12 @@ from liger_warehouse.analysis.run_batches import (
     appended_latest_held,
     appended_reaching,
     appended_series,
+    held_pairing_runs,
     held_runs,
     pairings_latest,
     run_batches,
     runs_reaching,
+    stepped_pairing_runs,
 )
 from liger_warehouse.model.derived_order import ORDER
 from liger_warehouse.model.tables import SCHEMAS
@@ -148,14 +150,19 @@ class Incremental(BuildTables):
         """``fact_speedup_step``, one part per gh-pages run named as ``run_parts`` names them. A
         pairing's step into a run reads the last run before it that holds both of its series,
         however far back, so the runs a refresh appends are derived over their own points and
-        those of the runs their pairings were last in (``pairings_latest``, from the published
-        steps); any other refresh derives its runs over every run point, in one query."""
+        those of the runs their pairings were last in (``pairings_latest``: from the published
+        spreads when the appended runs are all new, else from the published steps); any other
+        refresh derives its runs over every run point, in one query."""
         table = "fact_speedup_step"
         order, names, parts = self._run_names(con, table, run_points)
         pending = [run for run in order if run not in parts]
         views = {}
         if self.prior is not None and _appended_only(order, pending):
-            needed = pairings_latest(con, pending, parts_select(table, self.prior.parts(table)))
+            if self._new_runs(pending):
+                latest = held_pairing_runs(parts_select("fact_speedup_spread", self.prior.parts("fact_speedup_spread")))
+            else:
+                latest = stepped_pairing_runs(parts_select(table, self.prior.parts(table)))
+            needed = pairings_latest(con, pending, latest)
             in_appended = "series_digest in (select series_digest from appended_series)"
             views = {"fact_run_point": ([p for p in run_points if p.key in needed | set(pending)], in_appended)}
         if pending:

@@ -16,8 +16,9 @@ published ``series_latest_runs`` names for each series (``appended_latest_held``
 series); when one of them was published before (a run benchmarked again), a top-n per series
 over every other run point (``appended_latest``; at 1,000 revisions 0.6-0.9 s, against 4.9-7.3 s
 per table for the window).
-``fact_speedup_step`` reaches back per pairing, not per series: its look-up reads the published
-steps (``pairings_latest``).
+``fact_speedup_step`` reaches back per pairing, not per series: its look-up (``pairings_latest``)
+reads each pairing's newest run from the published ``fact_speedup_spread`` when the appended runs
+are all new, else from every published step.
 """
 
 from __future__ import annotations
@@ -137,13 +138,32 @@ def appended_reaching(reach: int) -> str:
     """
 
 
-def pairings_latest(con: duckdb.DuckDBPyConnection, appended: list[str], steps: str) -> set[str]:
+def pairings_latest(con: duckdb.DuckDBPyConnection, appended: list[str], latest: str) -> set[str]:
     """For the runs ``appended`` (which come after every other run with points), the last other
-    run that holds both series of each pairing of a Liger series they hold, read from ``steps``
-    (a select of the published ``fact_speedup_step``): the runs a pairing's step into an appended
-    run reaches back to, however far. Their series are left in the temp table ``appended_series``."""
+    run that holds both series of each pairing of a Liger series they hold: the runs a pairing's
+    step into an appended run reaches back to, however far. ``latest`` says where it is read
+    (``held_pairing_runs`` or ``stepped_pairing_runs``). Their series are left in the temp table
+    ``appended_series``."""
     appended_series(con, appended)
-    latest = f"""
+    return {run for (run,) in con.execute(latest).fetchall()}
+
+
+def held_pairing_runs(spreads: str) -> str:
+    """Each pairing's newest run as ``spreads`` (a select of the published
+    ``fact_speedup_spread``) holds it: when the appended runs are all new, the published runs
+    keep their places, so that is the last run before them that holds both series."""
+    return f"""
+    select distinct last_run
+    from ({spreads})
+    where liger_series_digest in (select series_digest from appended_series)
+    """
+
+
+def stepped_pairing_runs(steps: str) -> str:
+    """Each pairing's newest head run in ``steps`` (a select of the published
+    ``fact_speedup_step``), in the places the runs have now: when an appended run was published
+    before (benchmarked again, relabelled, or listed anew), the order may have moved."""
+    return f"""
     with run_seq as ({RUN_SEQ})
     select distinct max_by(s.head_run, (r.seq, s.head_run))
     from ({steps}) as s
@@ -151,7 +171,6 @@ def pairings_latest(con: duckdb.DuckDBPyConnection, appended: list[str], steps: 
     where s.liger_series_digest in (select series_digest from appended_series)
     group by s.liger_series_digest, s.baseline_series_digest
     """
-    return {run for (run,) in con.execute(latest).fetchall()}
 
 
 def run_batches(runs: Iterable[tuple[str, int, list[str]]]) -> Iterator[tuple[set[str], set[str]]]:

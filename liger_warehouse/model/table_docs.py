@@ -87,8 +87,8 @@ DESCRIPTIONS = {
     "sql/derived/fact_speedup_step.sql; docs/VERDICTS.md.",
     "fact_speedup_spread": "One row per pairing of a Liger series with a baseline series: how much the "
     "speedup of one over the other moved from one gh-pages run to the next, before fact_speedup_noise "
-    "pulls it toward similar pairings, from its speedup steps. Derived at publish by "
-    "sql/derived/fact_speedup_spread.sql; "
+    "pulls it toward similar pairings, from its speedup steps, and its newest run (last_run). Derived at "
+    "publish by sql/derived/fact_speedup_spread.sql; "
     "docs/VERDICTS.md.",
     "fact_speedup_noise": "One row per pairing of a Liger series with a baseline series: how much the "
     "speedup of one over the other moves from one gh-pages run to the next, which decides when a "

@@ -361,7 +361,7 @@ SCHEMAS: dict[str, pa.Schema] = {
             *(("log_speedup", pa.float64()), ("step", pa.float64())),
         ]
     ),
-    "fact_speedup_spread": pa.schema(SPEEDUP_SPREAD),
+    "fact_speedup_spread": pa.schema([*SPEEDUP_SPREAD, ("last_run", pa.string())]),
     "series_latest_runs": pa.schema([("series_digest", DIGEST), ("runs", pa.list_(pa.string()))]),
     "fact_speedup_noise": pa.schema([*SPEEDUP_SPREAD, ("pool", pa.float64()), ("noise", pa.float64())]),
     "digest_migration": pa.schema(

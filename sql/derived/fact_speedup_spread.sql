@@ -4,15 +4,26 @@
 --
 -- `spread` is the robust scale of one run's log speedup: median |step| / 0.6745 / sqrt(2) over
 -- the steps between consecutive runs that hold both (`fact_speedup_step`, `history` of them).
+-- `last_run` is the pairing's newest run (in upstream's commits.txt order; runs sharing a place
+-- in name order, as fact_speedup_step): the run a step into a run appended after it starts from.
+--
 -- Materialized at publish (a derived table). A pairing's spread reads only its own steps, so a
 -- refresh re-derives the pairings of the Liger series in the steps that came or went and carries
 -- the others.
--- reads: fact_speedup_step
+-- reads: dim_upstream_revision, fact_speedup_step
+with run_seq as (
+    select run, min(seq) as seq
+    from dim_upstream_revision
+    where source = 'gh-pages'
+    group by run
+)
 select
     liger_series_digest,
     baseline_series_digest,
     any_value(metric) as metric,
     count(step) as history,
-    median(abs(step)) / 0.6744897501960817 / sqrt(2) as spread
+    median(abs(step)) / 0.6744897501960817 / sqrt(2) as spread,
+    max_by(head_run, (r.seq, head_run)) as last_run
 from fact_speedup_step
+join run_seq as r on r.run = head_run
 group by liger_series_digest, baseline_series_digest;
