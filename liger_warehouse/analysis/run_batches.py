@@ -55,12 +55,7 @@ def runs_reaching(reach: int) -> str:
 
 
 # Each gh-pages run's place in upstream's list (a run listed twice: its first place).
-RUN_SEQ = """
-    select run, min(seq) as seq
-    from dim_upstream_revision
-    where source = 'gh-pages'
-    group by run
-"""
+RUN_SEQ = "select run, seq from gh_pages_runs()"
 
 
 def appended_latest(reach: int) -> str:

@@ -10,13 +10,7 @@
 -- Materialized at publish (a derived table). A pairing's spread reads only its own steps, so a
 -- refresh re-derives the pairings of the Liger series in the steps that came or went and carries
 -- the others.
--- reads: dim_upstream_revision, fact_speedup_step
-with run_seq as (
-    select run, min(seq) as seq
-    from dim_upstream_revision
-    where source = 'gh-pages'
-    group by run
-)
+-- reads: fact_speedup_step, gh_pages_runs
 select
     liger_series_digest,
     baseline_series_digest,
@@ -25,5 +19,5 @@ select
     median(abs(step)) / 0.6744897501960817 / sqrt(2) as spread,
     max_by(head_run, (r.seq, head_run)) as last_run
 from fact_speedup_step
-join run_seq as r on r.run = head_run
+join gh_pages_runs() as r on r.run = head_run
 group by liger_series_digest, baseline_series_digest;

@@ -7,16 +7,10 @@
 -- are read from this table, one row per series, instead of from every run point. A refresh that
 -- appends runs re-derives the rows of the appended runs' series from the run points of those runs
 -- and of the runs listed here, and carries the others.
--- reads: dim_upstream_revision, fact_run_point, verdict_rule
-with run_seq as (
-    select run, min(seq) as seq
-    from dim_upstream_revision
-    where source = 'gh-pages'
-    group by run
-)
+-- reads: fact_run_point, gh_pages_runs, verdict_rule
 select
     series_digest,
     max_by(run, (seq, run), verdict_rule().recent_runs) as runs
 from fact_run_point
-join run_seq using (run)
+join gh_pages_runs() using (run)
 group by series_digest;
