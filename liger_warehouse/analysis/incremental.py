@@ -26,9 +26,10 @@ with the same rows a derivation from scratch gives:
 - ``fact_series_spread`` re-derives the series of the sweeps whose steps changed (a sweep's
   spread reads every step of its series) and carries the others;
 - ``fact_speedup_step`` has one part per gh-pages run, named as those: the runs a refresh appends
-  read their pairings' last runs before them from the published steps;
+  read their pairings' last runs before them from the published spreads (each pairing's
+  ``last_run``), or from the published steps when an appended run was published before;
 - ``fact_speedup_spread`` re-derives the pairings of the Liger series in speedup step parts that
-  came or went (a pairing's spread reads only its own steps) and carries the others;
+  came or went (a pairing's spread and newest run read only its own steps) and carries the others;
 - ``dim_build``, ``fact_series_noise`` and ``fact_speedup_noise`` are derived whole (a series'
   noise is its spread shrunk toward pools over every series, so one new run moves them all, but
   that is a pass over one row per series or pairing).
