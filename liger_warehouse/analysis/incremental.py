@@ -137,7 +137,7 @@ class Incremental(BuildTables):
         every run after it. Derived a batch of runs at a time over the run points their rows need
         (``run_batches``)."""
         order, names, parts = self._run_names(con, table, run_points)
-        for heads, needed in run_batches(self._reaching(con, order, parts, reach)):
+        for heads, needed in run_batches(self._reaching(con, order, parts, reach, run_points)):
             views = {
                 "fact_run_point": ([p for p in run_points if p.key in needed], ""),
                 # decompose_points reads only the 'run' sides of side_points
@@ -159,7 +159,7 @@ class Incremental(BuildTables):
         pending = [run for run in order if run not in parts]
         views = {}
         if self.prior is not None and _appended_only(order, pending):
-            if self._new_runs(pending):
+            if pending == self._new_runs_appended(con, run_points):
                 latest = held_pairing_runs(parts_select("fact_speedup_spread", self.prior.parts("fact_speedup_spread")))
             else:
                 latest = stepped_pairing_runs(parts_select(table, self.prior.parts(table)))
@@ -196,12 +196,18 @@ class Incremental(BuildTables):
             return self._keyed_parts(table, rows, heads, names)
 
     def _reaching(
-        self, con: duckdb.DuckDBPyConnection, order: list[str], parts: dict[str, Part], reach: int
+        self,
+        con: duckdb.DuckDBPyConnection,
+        order: list[str],
+        parts: dict[str, Part],
+        reach: int,
+        run_points: list[Part],
     ) -> list[tuple[str, int, list[str]]]:
         """``runs_reaching``'s rows of the runs in ``order`` without a part in ``parts``. When
         they all come after the runs that keep theirs (a refresh that appends runs), only their
         own series are looked up (``appended_reaching``), once for both per-run tables: the
-        first asks for the most runs (``SQL_MODELS`` order), the second reads the same rows."""
+        first asks for the most runs (``SQL_MODELS`` order), the second reads the same rows;
+        from the published ``series_latest_runs`` when they are the new runs it appends."""
         pending = [run for run in order if run not in parts]
         if not pending:
             return []
@@ -209,7 +215,7 @@ class Incremental(BuildTables):
             return [row for row in con.execute(runs_reaching(reach)).fetchall() if row[0] not in parts]
         if self._appended is None or self._appended[0] != pending or self._appended[1] < reach:
             con.register("appended_run", pa.table({"run": pa.array(pending, pa.string())}))
-            new = self._new_runs(pending)
+            new = pending == self._new_runs_appended(con, run_points)
             latest = appended_latest_held(self._held_latest()) if new else appended_latest(reach)
             con.execute(f"create or replace temp table appended_latest as {latest}")
             self._appended = (pending, reach)
@@ -222,12 +228,10 @@ class Incremental(BuildTables):
         runs the published rows name (a series' newest runs are among them), the others carried;
         otherwise derived over every run point."""
         table = "series_latest_runs"
-        came, went = parts_diff(self.prior.parts("fact_run_point"), run_points) if self.prior else ([], [])
-        if self.prior is not None and not came and not went:
+        if self.prior is not None and not any(parts_diff(self.prior.parts("fact_run_point"), run_points)):
             return self.prior.parts(table)
-        order = _run_order(con, run_points)
-        appended = [run for run in order if run in {p.key for p in came}]
-        if self.prior is None or went or not _appended_only(order, appended):
+        appended = self._new_runs_appended(con, run_points)
+        if not appended:
             return [self.content_part(table, stream(con, table))]
         appended_series(con, appended)
         needed = held_runs(con, self._held_latest()) | set(appended)
@@ -235,9 +239,17 @@ class Incremental(BuildTables):
         views = {"fact_run_point": ([p for p in run_points if p.key in needed], in_appended)}
         return self._rederived(con, table, in_appended, views)
 
-    def _new_runs(self, runs: list[str]) -> bool:
-        """Whether none of ``runs`` has run points in the published generation."""
-        return not set(runs) & {p.key for p in self.prior.parts("fact_run_point")}
+    def _new_runs_appended(self, con: duckdb.DuckDBPyConnection, run_points: list[Part]) -> list[str]:
+        """The runs whose points ``run_points`` adds to the published ones, in upstream's order,
+        when that is all it changes (no run's points changed or went) and they come after every
+        published run: a refresh that appends new runs. Empty otherwise."""
+        if self.prior is None:
+            return []
+        came, went = parts_diff(self.prior.parts("fact_run_point"), run_points)
+        order = _run_order(con, run_points)
+        appended = [run for run in order if run in {p.key for p in came}]
+        # a run whose points changed has a part that went: only new runs are left
+        return [] if went or not _appended_only(order, appended) else appended
 
     def _held_latest(self) -> str:
         return parts_select("series_latest_runs", self.prior.parts("series_latest_runs"))
