@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import shutil
 from dataclasses import replace
 from pathlib import Path
 
@@ -117,7 +118,7 @@ def test_each_refresh_derives_what_it_touched_and_matches_a_derivation_from_scra
 
         # results restated only once a run is deleted
         empty = ("fact_restatement",) if step < 5 else ()
-        incremental, scratch_gen, scratch_parts = _as_from_scratch(gens, published, empty)
+        incremental, scratch_parts = _as_from_scratch(gens, published, empty)
         # the per-run tables are derived a batch of runs at a time, into a part per run: the same
         # rows as their models over every run point in one query
         with open_duckdb(gens.storage) as con:
@@ -131,9 +132,9 @@ def test_each_refresh_derives_what_it_touched_and_matches_a_derivation_from_scra
             patch.setattr(part_inputs, "BATCH_RESULTS", 1)
             patch.setattr(model_rows, "STREAM_ROWS", 3)
             patch.setattr(run_batches, "BATCH_POINTS", 1)
-            batched = derived.add_to_generation(gens, replace(scratch_gen, id=f"{published.id}-batched"), True)
+            batched_gen = _underived(published, "batched")
+            batched = derived.add_to_generation(_without_derived(gens, "batched"), batched_gen, True)
         assert batched == scratch_parts
-        # after the derivation from scratch, which writes the same files again
         written = {f: (root / f).stat().st_mtime_ns for f in run_parts.values()}
 
 
@@ -142,22 +143,37 @@ def _as_from_scratch(
 ) -> tuple:
     """Every SQL model of ``published`` equals a derivation from scratch over its facts, part for
     part and row for row, and has rows unless it is one of ``empty`` (nothing restated yet): the
-    tables, the generation derived from scratch and its parts."""
+    tables and the parts derived from scratch. The derivation runs in a copy of
+    the warehouse without a derived file (``_without_derived``): in the warehouse itself it would
+    take each part whose name exists from the file the refresh wrote, right or wrong."""
     incremental = {name: gens.read_table(published, name) for name in SQL_MODELS}
-    scratch_gen = replace(  # staged on the published generation, so it may be re-staged
-        published,
-        id=f"{published.id}-scratch",
-        parent=published.id,
-        tables={t: p for t, p in published.tables.items() if t not in SQL_MODELS},
-    )
-    scratch_parts = derived.add_to_generation(gens, scratch_gen, from_scratch=True)
+    scratch_gen = _underived(published, "scratch")
+    scratch = _without_derived(gens, "scratch")
+    scratch_parts = derived.add_to_generation(scratch, scratch_gen, from_scratch=True)
     for name in SQL_MODELS:
         assert [(p.key, p.file, p.rows) for p in scratch_parts[name]] == [
             (p.key, p.file, p.rows) for p in published.parts(name)
         ], name
-        assert gens.read_table(scratch_gen, name).equals(incremental[name]), name
+        assert scratch.read_table(scratch_gen, name).equals(incremental[name]), name
         assert (incremental[name].num_rows > 0) != (name in empty), name
-    return incremental, scratch_gen, scratch_parts
+    return incremental, scratch_parts
+
+
+def _underived(published: generations.Generation, name: str) -> generations.Generation:
+    """``published`` without the SQL models' tables, as the generation ``name`` staged on it (so
+    it may be re-staged)."""
+    tables = {t: p for t, p in published.tables.items() if t not in SQL_MODELS}
+    return replace(published, id=f"{published.id}-{name}", parent=published.id, tables=tables)
+
+
+def _without_derived(gens: GenerationStore, name: str) -> GenerationStore:
+    """A copy of ``gens``'s warehouse, next to it as ``name``, without the files of the SQL
+    models' tables."""
+    root = Path(gens.storage.root)
+    copy = root.with_name(f"{root.name}-{name}")
+    shutil.rmtree(copy, ignore_errors=True)
+    shutil.copytree(root, copy, ignore=lambda folder, _: SQL_MODELS if Path(folder) == root / "tables" else ())
+    return GenerationStore(Storage(str(copy)))
 
 
 def test_a_nightly_after_every_other_build_is_derived_from_its_series_latest_builds(tmp_path: Path):
@@ -258,3 +274,23 @@ def _padded(rows: pa.Table) -> pa.Table:
     schema = SCHEMAS["dim_series"]
     columns = [rows[f.name] if f.name in rows.column_names else pa.nulls(rows.num_rows, f.type) for f in schema]
     return pa.Table.from_arrays(columns, schema=schema)
+
+
+def test_a_relabelled_run_steps_from_the_run_before_it_not_from_its_own_published_steps(tmp_path: Path):
+    """A release run listed after the nightly of its commit relabels that nightly, so the refresh
+    derives the nightly's steps again, though it was published before. Its pairings' last run
+    before it is then read from the published steps of the runs before it (the nightly's own
+    published steps name itself): here the nightly holds the series of the run before it (the
+    same CSV), and each of its pairings steps from that run, as a derivation from scratch has it."""
+    mirror = small_mirror(tmp_path / "mirror", commits=1, runs=7)
+    runs_dir = mirror / "gh-pages" / "benchmarks"
+    (runs_dir / "7644a0f" / "benchmark.csv.gz").write_bytes((runs_dir / "1fdb668" / "benchmark.csv.gz").read_bytes())
+    root = tmp_path / "warehouse"
+    gens = GenerationStore(Storage(str(root)))
+    for runs in LISTINGS[1:4]:
+        _list_runs(mirror, runs)
+        assert refresh(root, upstream=str(mirror)).result.success
+    published = gens.current()
+    _as_from_scratch(gens, published)
+    steps = gens.read_table(published, "fact_speedup_step", ["head_run", "base_run"]).to_pylist()
+    assert {s["base_run"] for s in steps if s["head_run"] == "7644a0f"} == {"1fdb668"}

@@ -21,12 +21,14 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from liger_warehouse.analysis import model_rows
 from liger_warehouse.analysis.model_rows import derivation_version, in_order, model_inputs
 from liger_warehouse.analysis.part_inputs import derived_current
 from liger_warehouse.model.tables import INGESTED, SQL_MODELS
 from liger_warehouse.serve.database import SQL_DIR, build_database, sql_version, views_current
 from liger_warehouse.store.generations import GenerationStore
 from liger_warehouse.store.storage import Storage
+from tests.conftest import refresh
 from tests.old_code import BUILD, extract, git
 from tests.reliability.published import cli_env, cli_script, dagster_home
 from tests.tiny_mirror import row, write_mirror
@@ -104,7 +106,8 @@ def test_a_refresh_after_an_upgrade_derives_the_tables_again(old_code: Path, mir
 
     home = dagster_home(tmp_path / "home")
     said = _refresh(root, mirror, home)
-    assert "nothing new upstream" not in said and "derived again: sql/ changed" in said, said
+    said = " ".join(said.split())  # the caption wraps at the table's width
+    assert "nothing new upstream" not in said and "derived again: how they are derived (sql/, or a fix) changed" in said
     new = gens.current()
     assert new.id != old.id and new.parent == old.id and derived_current(new) and new.summary["rederived"]
     assert _parts(gens, INGESTED) == {t: {p.file for p in old.parts(t)} for t in INGESTED}
@@ -146,3 +149,44 @@ def test_sql_a_derived_table_reads_through_a_view_changes_the_derivation():
     """A macro a model reads (``verdict_rule``) is a derivation input; a view none reads is not."""
     assert "sql/macros/verdict_rule.sql" in derivation_inputs()
     assert "sql/views/regressions.sql" not in derivation_inputs()
+
+
+# The derived tables whose parts are named by what their rows are derived from (a source's or a
+# run's inputs and the derivation version), not by the rows.
+NAMED_BY_INPUTS = (
+    *("fact_run_point", "fact_speedup_pair", "fact_restatement"),
+    *("fact_run_step", "fact_recent_point", "fact_speedup_step"),
+)
+
+
+@pytest.fixture
+def next_derivation_revision(monkeypatch: pytest.MonkeyPatch):
+    """This code with ``DERIVATION_REVISION`` raised, as the release after a fix to what a part's
+    name stands for would have it (the version is cached: cleared on the way in and out)."""
+    monkeypatch.setattr(model_rows, "DERIVATION_REVISION", model_rows.DERIVATION_REVISION + 1)
+    derivation_version.cache_clear()
+    yield
+    derivation_version.cache_clear()
+
+
+def test_a_raised_derivation_revision_derives_every_table_again(mirror: Path, tmp_path: Path, request):
+    """A fix that changes the rows a derived part's name stands for, with the SQL unchanged, raises
+    ``DERIVATION_REVISION``: the next refresh derives every derived table again into new files,
+    even with nothing new upstream, rather than carrying (or reusing by name) a part the old code
+    derived. Here the old parts were right, so the rows are the same."""
+    root = tmp_path / "warehouse"
+    _refresh(root, mirror, dagster_home(tmp_path / "home"))
+    gens = GenerationStore(Storage(str(root)))
+    old = gens.current()
+    before = {table: _rows(root, table) for table in SQL_MODELS}
+
+    request.getfixturevalue("next_derivation_revision")
+    assert not derived_current(old)
+    assert refresh(root, upstream=str(mirror)).result.success
+    new = gens.current()
+    assert new.parent == old.id and derived_current(new) and new.summary["rederived"]
+    assert _parts(gens, INGESTED) == {t: {p.file for p in old.parts(t)} for t in INGESTED}
+    for table in NAMED_BY_INPUTS:  # the others are named by their rows, right whoever wrote them
+        assert not {p.file for p in new.parts(table)} & {p.file for p in old.parts(table)}, table
+    for table in SQL_MODELS:
+        assert _rows(root, table).equals(before[table]), table

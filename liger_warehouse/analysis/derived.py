@@ -32,7 +32,9 @@ def add_to_generation(
     (``GenerationStore.restage``: refused once ``gen`` is published or superseded).
 
     What the published parent already derived is carried where its inputs are unchanged
-    (``from_scratch`` derives everything anew; the rows are the same either way). ``seconds``,
+    (``from_scratch`` derives everything anew; the rows are the same either way). A part named by
+    its inputs whose file exists is that file either way: its name digests the inputs and
+    ``derivation_version``, so a fix that changes its rows raises ``DERIVATION_REVISION``. ``seconds``,
     when given, receives how long each table took (derived or carried)."""
     incremental = Incremental.of(gens, gen, from_scratch)
     tables: dict[str, list[Part]] = {}

@@ -26,6 +26,11 @@ from liger_warehouse.store.generations import Generation, Part
 MODEL_DIR = SQL_DIR / "derived"
 # Rows per Arrow batch streamed from DuckDB.
 STREAM_ROWS = 65_536
+# Raised when a fix to how a refresh narrows a model's inputs changes the rows a part's name
+# stands for while the SQL stays the same: every warehouse then derives its tables again, instead
+# of carrying (or, from scratch, reusing by name) a part derived wrong. 2: a relabelled run's
+# speedup steps reached back to its own published steps (``run_batches.stepped_pairing_runs``).
+DERIVATION_REVISION = 2
 
 
 def model_sql(name: str, model_dir: Path = MODEL_DIR) -> str:
@@ -45,11 +50,11 @@ def model_inputs(sql_dir: Path = SQL_DIR) -> list[SqlFile]:
 
 @cache
 def derivation_version(sql_dir: Path = SQL_DIR) -> str:
-    """What every derived row also depends on: the models' SQL, that of ``model_inputs`` and
-    the derived schemas. A part derived under another version is never carried. The rest of
-    ``sql/`` (the views people query and their macros) can change without deriving anything
-    again: a refresh rebuilds the views alone (``rebuild_if_stale``)."""
-    texts = [model_sql(name, sql_dir / "derived") for name in SQL_MODELS]
+    """What every derived row also depends on: the models' SQL, that of ``model_inputs``, the
+    derived schemas and ``DERIVATION_REVISION``. A part derived under another version is never
+    carried. The rest of ``sql/`` (the views people query and their macros) can change without
+    deriving anything again: a refresh rebuilds the views alone (``rebuild_if_stale``)."""
+    texts = [str(DERIVATION_REVISION)] + [model_sql(name, sql_dir / "derived") for name in SQL_MODELS]
     texts += [file.sql for file in model_inputs(sql_dir)]
     texts += [str(SCHEMAS[name]) for name in SQL_MODELS]
     return sha256("\0".join(texts).encode()).hexdigest()[:16]

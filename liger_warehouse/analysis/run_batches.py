@@ -156,14 +156,16 @@ def held_pairing_runs(spreads: str) -> str:
 
 def stepped_pairing_runs(steps: str) -> str:
     """Each pairing's newest head run in ``steps`` (a select of the published
-    ``fact_speedup_step``), in the places the runs have now: when an appended run was published
-    before (benchmarked again, relabelled, or listed anew), the order may have moved."""
+    ``fact_speedup_step``) other than the appended runs, in the places the runs have now: when an
+    appended run was published before (relabelled, or listed anew), the order may have moved, and
+    its own published steps name it, not the run before it."""
     return f"""
     with run_seq as ({RUN_SEQ})
     select distinct max_by(s.head_run, (r.seq, s.head_run))
     from ({steps}) as s
     join run_seq as r on r.run = s.head_run
     where s.liger_series_digest in (select series_digest from appended_series)
+        and s.head_run not in (select run from appended_run)
     group by s.liger_series_digest, s.baseline_series_digest
     """
 

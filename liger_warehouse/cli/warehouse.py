@@ -261,7 +261,10 @@ def _summary_table(gens: GenerationStore, seconds: float) -> Table:
         f"{seconds:.1f}s",
     )
     if summary.get("rederived"):
-        table.caption = "the derived tables and views were derived again: sql/ changed since the last publish"
+        table.caption = (
+            "the derived tables and views were derived again: how they are derived (sql/, or a fix) "
+            "changed since the last publish"
+        )
     return table
 
 
