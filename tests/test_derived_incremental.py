@@ -276,21 +276,24 @@ def _padded(rows: pa.Table) -> pa.Table:
     return pa.Table.from_arrays(columns, schema=schema)
 
 
-def test_a_relabelled_run_steps_from_the_run_before_it_not_from_its_own_published_steps(tmp_path: Path):
-    """A release run listed after the nightly of its commit relabels that nightly, so the refresh
-    derives the nightly's steps again, though it was published before. Its pairings' last run
-    before it is then read from the published steps of the runs before it (the nightly's own
-    published steps name itself): here the nightly holds the series of the run before it (the
-    same CSV), and each of its pairings steps from that run, as a derivation from scratch has it."""
+def test_runs_published_before_step_from_the_runs_before_them_not_from_their_own_published_steps(tmp_path: Path):
+    """A refresh whose appended runs were published before derives their steps again: a release
+    run listed after the nightly of its commit relabels that nightly, a run listed between two
+    others moves those after it, a deleted run changes what the runs after it step from. Their
+    pairings' last runs before them are then read from the published steps of the runs before
+    them (an appended run's own published steps name itself). Here two runs hold the same series
+    (the nightly has the CSV of the run before it), so those steps reach back to a run that keeps
+    its part; after each refresh every table equals a derivation from scratch."""
     mirror = small_mirror(tmp_path / "mirror", commits=1, runs=7)
     runs_dir = mirror / "gh-pages" / "benchmarks"
     (runs_dir / "7644a0f" / "benchmark.csv.gz").write_bytes((runs_dir / "1fdb668" / "benchmark.csv.gz").read_bytes())
     root = tmp_path / "warehouse"
     gens = GenerationStore(Storage(str(root)))
-    for runs in LISTINGS[1:4]:
+    for step, runs in enumerate(LISTINGS[1:], start=1):
         _list_runs(mirror, runs)
         assert refresh(root, upstream=str(mirror)).result.success
-    published = gens.current()
-    _as_from_scratch(gens, published)
-    steps = gens.read_table(published, "fact_speedup_step", ["head_run", "base_run"]).to_pylist()
-    assert {s["base_run"] for s in steps if s["head_run"] == "7644a0f"} == {"1fdb668"}
+        published = gens.current()
+        _as_from_scratch(gens, published, ("fact_restatement",) if step < 5 else ())
+        steps = gens.read_table(published, "fact_speedup_step", ["head_run", "base_run"]).to_pylist()
+        into = {s["base_run"] for s in steps if s["head_run"] == "7644a0f"}
+        assert into == ({"1fdb668"} if step > 1 else set()), (runs, into)
