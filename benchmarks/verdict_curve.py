@@ -8,17 +8,13 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import altair as alt
 
 from benchmarks.verdict_data import OPERATING, Setting
 from benchmarks.verdict_inject import DRIFT, SCOPES
 from benchmarks.verdict_rules import ANCHOR_RULES
-from benchmarks.verdict_tally import NEW, Share, flagged, pooled, recall, table
-
-if TYPE_CHECKING:
-    from benchmarks.verdicts import Results
+from benchmarks.verdict_tally import NEW, Results, Share, flagged, pooled, recall, table
 
 DEFAULT = "significance 5"  # verdict_rule().significance
 SCENARIOS = tuple((scope, drift) for scope in SCOPES for drift in (1.0, DRIFT))

@@ -8,7 +8,6 @@ import platform
 from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import duckdb
 
@@ -16,12 +15,9 @@ from benchmarks import verdict_curve
 from benchmarks.verdict_data import SENSITIVITY
 from benchmarks.verdict_inject import DRIFT, FASTER, FASTER_SHARE, SCOPES, SLOWER, SLOWER_SHARE
 from benchmarks.verdict_rules import ANCHOR_RULES
-from benchmarks.verdict_tally import NEW, Share, coverage, flagged, inconclusive, pooled, recall, table
+from benchmarks.verdict_tally import NEW, Record, Results, Share, coverage, flagged, inconclusive, pooled, recall, table
 from liger_warehouse.report.build import vl_version
 from liger_warehouse.report.png import render
-
-if TYPE_CHECKING:
-    from benchmarks.verdicts import Record, Results
 
 HEADING = "## How well it works"
 BEGIN, END = "<!-- verdict-benchmark:begin -->", "<!-- verdict-benchmark:end -->"

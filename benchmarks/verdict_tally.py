@@ -1,18 +1,48 @@
-"""Tallies of the verdict benchmark's records as shares (flagged, inconclusive, recall, coverage),
-and Markdown tables of them."""
+"""The verdict benchmark's records and results, their tallies as shares (flagged, inconclusive,
+recall, coverage), and Markdown tables of them."""
 
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from benchmarks.verdicts import Results
+    from benchmarks.verdict_data import Grid
+    from benchmarks.view_latency import Timing
 
 NEW = "new rule"
 FLAGGED = ("regression", "improvement")
 RIGHT = {("slower", "regression"), ("faster", "improvement")}
+
+
+@dataclass
+class Record:
+    """The verdicts of one rule in one comparison, tallied by (metric, truth, verdict)."""
+
+    experiment: str  # 'identical', or the injection scope
+    pair: str
+    drift: float
+    seed: int | None
+    rule: str
+    tally: Counter = field(default_factory=Counter)
+
+
+@dataclass
+class Results:
+    records: list[Record]
+    pairs: list[tuple[str, str]]
+    seeds: int
+    latency: list[Timing]
+    golden_other_gpu: dict[str, tuple[int, int]]
+    runs: int
+    newest_run: str
+    results: int
+    build_seconds: float
+    refresh_seconds: list[float]
+    default_mismatches: int
+    grid: Grid
+    seconds: float = 0.0
 
 
 @dataclass(frozen=True)

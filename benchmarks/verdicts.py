@@ -39,7 +39,7 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, replace
 from pathlib import Path
 
 from benchmarks import verdict_report
@@ -67,7 +67,8 @@ from benchmarks.verdict_inject import (
 )
 from benchmarks.verdict_report import AS_OF_HEAD, HELD_OUT, NEW
 from benchmarks.verdict_rules import ANCHOR_RULES, GOLDEN
-from benchmarks.view_latency import Timing, measure
+from benchmarks.verdict_tally import Record, Results
+from benchmarks.view_latency import measure
 from liger_warehouse.upstream.sources import RUNS_PATH, run_path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -76,35 +77,6 @@ DOC = ROOT / "docs" / "VERDICTS.md"
 PAIRS = "7644a0f-v0.7.0:7644a0f,0a62700-v0.6.4:0a62700"
 SEEDS = 3
 LATENCY_RUNS = 7
-
-
-@dataclass
-class Record:
-    """The verdicts of one rule in one comparison, tallied by (metric, truth, verdict)."""
-
-    experiment: str  # 'identical', or the injection scope
-    pair: str
-    drift: float
-    seed: int | None
-    rule: str
-    tally: Counter = field(default_factory=Counter)
-
-
-@dataclass
-class Results:
-    records: list[Record]
-    pairs: list[tuple[str, str]]
-    seeds: int
-    latency: list[Timing]
-    golden_other_gpu: dict[str, tuple[int, int]]
-    runs: int
-    newest_run: str
-    results: int
-    build_seconds: float
-    refresh_seconds: list[float]
-    default_mismatches: int
-    grid: Grid
-    seconds: float = 0.0
 
 
 def _tally(
