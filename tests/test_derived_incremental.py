@@ -15,6 +15,7 @@ from __future__ import annotations
 import gzip
 import json
 import shutil
+from collections import defaultdict
 from dataclasses import replace
 from pathlib import Path
 
@@ -22,7 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from liger_warehouse.analysis import derived, incremental, model_rows, part_inputs, run_batches
+from liger_warehouse.analysis import carrying, derived, incremental, model_rows, part_inputs, run_batches
 from liger_warehouse.model.tables import SCHEMAS, SQL_MODELS
 from liger_warehouse.serve.database import create_views, open_duckdb
 from liger_warehouse.store import generations
@@ -55,7 +56,8 @@ def _query_seq(root: Path) -> dict[str, int]:
     return {r["run"]: r["seq"] for r in rows if r["source"] == "gh-pages"}
 
 
-def test_each_refresh_derives_what_it_touched_and_matches_a_derivation_from_scratch(tmp_path: Path):
+def test_each_refresh_derives_what_it_touched_and_matches_a_derivation_from_scratch(tmp_path: Path, monkeypatch):
+    derived_keys = _spy_on_derivation(monkeypatch)
     mirror = small_mirror(tmp_path / "mirror", commits=1, runs=7)
     root = tmp_path / "warehouse"
     gens = GenerationStore(Storage(str(root)))
@@ -66,9 +68,9 @@ def test_each_refresh_derives_what_it_touched_and_matches_a_derivation_from_scra
     previous_builds: dict[str, str] = {}
     previous_heads: dict[str, str] = {}
     previous_restated: dict[str, str] = {}
-    written: dict[str, int] = {}  # each run part's file and when it was written
     for step, runs in enumerate(LISTINGS):
         _list_runs(mirror, runs)
+        derived_keys.clear()
         assert refresh(root, upstream=str(mirror)).result.success
         published = gens.current()
         run_parts = {p.key: p.file for p in published.parts("fact_run_point")}
@@ -109,10 +111,15 @@ def test_each_refresh_derives_what_it_touched_and_matches_a_derivation_from_scra
             assert withdrawn and {(r["source_key"], r["restated_revision_digest"]) for r in withdrawn} == {
                 ("1fdb668", None)
             }
-        if step:
-            assert published.parts("dim_series")[0].key == model_rows.derivation_version(), "carried, not derived whole"
-            carried = {f for r, f in run_parts.items() if previous.get(r) == f}
-            assert carried and all((root / f).stat().st_mtime_ns == written[f] for f in carried), "rewritten"
+        if step:  # the refresh derived the parts that changed, and no other
+            assert "dim_series" not in derived_keys, "dim_series derived whole"
+            for table, parts, before in (
+                ("fact_run_point", run_parts, previous),
+                ("fact_run_step", step_parts, previous_steps),
+                ("fact_recent_point", recent_parts, previous_recent),
+                ("fact_speedup_pair", pair_parts, previous_pairs),
+            ):
+                assert derived_keys[table] == {r for r, f in parts.items() if before.get(r) != f}, table
         previous, previous_pairs, previous_steps, previous_recent = run_parts, pair_parts, step_parts, recent_parts
         previous_builds, previous_heads, previous_restated = build_parts, head_parts, restated_parts
 
@@ -132,10 +139,11 @@ def test_each_refresh_derives_what_it_touched_and_matches_a_derivation_from_scra
             patch.setattr(part_inputs, "BATCH_RESULTS", 1)
             patch.setattr(model_rows, "STREAM_ROWS", 3)
             patch.setattr(run_batches, "BATCH_POINTS", 1)
-            batched_gen = _underived(published, "batched")
-            batched = derived.add_to_generation(_without_derived(gens, "batched"), batched_gen, True)
+            batched_gen, batched_store = _underived(published, "batched"), _without_derived(gens, "batched")
+            batched = derived.add_to_generation(batched_store, batched_gen, True)
         assert batched == scratch_parts
-        written = {f: (root / f).stat().st_mtime_ns for f in run_parts.values()}
+        for name in SQL_MODELS:
+            assert batched_store.read_table(batched_gen, name).equals(incremental[name]), name
 
 
 def _as_from_scratch(
@@ -173,7 +181,29 @@ def _without_derived(gens: GenerationStore, name: str) -> GenerationStore:
     copy = root.with_name(f"{root.name}-{name}")
     shutil.rmtree(copy, ignore_errors=True)
     shutil.copytree(root, copy, ignore=lambda folder, _: SQL_MODELS if Path(folder) == root / "tables" else ())
+    assert (copy / "tables" / "fact_result").is_dir() and not any((copy / "tables" / t).exists() for t in SQL_MODELS)
     return GenerationStore(Storage(str(copy)))
+
+
+def _spy_on_derivation(monkeypatch: pytest.MonkeyPatch) -> dict[str, set[str]]:
+    """What the refreshes derive from now on: the keys (runs, sources) of each table's parts
+    named by their inputs, whether or not a file of that name exists, and "dim_series" when
+    it is derived whole."""
+    derived_keys: dict[str, set[str]] = defaultdict(set)
+    keyed_part, stream = carrying.Carrying._keyed_part, incremental.stream
+
+    def spied_keyed_part(self, table: str, key: str, *args):
+        derived_keys[table].add(key)
+        return keyed_part(self, table, key, *args)
+
+    def spied_stream(con, name: str, *args):
+        if name == "dim_series":  # its one call: no published table to add to
+            derived_keys[name].add("whole")
+        return stream(con, name, *args)
+
+    monkeypatch.setattr(carrying.Carrying, "_keyed_part", spied_keyed_part)
+    monkeypatch.setattr(incremental, "stream", spied_stream)
+    return derived_keys
 
 
 def test_a_nightly_after_every_other_build_is_derived_from_its_series_latest_builds(tmp_path: Path):
@@ -262,6 +292,7 @@ def test_a_content_part_is_the_same_bytes_however_its_rows_are_chunked(tmp_path:
     whole = gens.write_content_part("dim_series", rows)
     written = (tmp_path / whole.file).read_bytes()
     for size in (1, 4, 7, 11, 30):
+        (tmp_path / whole.file).unlink()  # an existing part is not written again
         assert gens.write_content_part("dim_series", rows.to_batches(max_chunksize=size)) == whole
         assert (tmp_path / whole.file).read_bytes() == written
     assert pq.ParquetFile(tmp_path / whole.file).metadata.num_row_groups == 5
