@@ -15,21 +15,26 @@ import pyarrow as pa
 
 # ``series_builds``' rows for the series of ``touched_build`` when those builds rank after every other:
 # their points, each series' latest point in another build, and the step between them; `point`
-# counts on from the series' points in the other builds.
+# counts on from the series' points in the other builds. Each side reads the build points on its
+# own: a CTE of every point read by both would be materialized whole (at 10^7 results, 10M build
+# points: 3.4-5.8 s against 1.3-1.6 s).
 APPENDED_SERIES_BUILDS = """
-with ranked as (
-    select p.series_digest, p.build, b.build_rank, p.build in (select build from touched_build) as touched
+with head as (
+    select p.series_digest, p.build, b.build_rank, 0 as before
     from fact_build_point as p
     join dim_build as b using (build)
-),
-head as (
-    select series_digest, build, build_rank, 0 as before from ranked where touched
+    where p.build in (select build from touched_build)
 ),
 latest as (
-    select series_digest, max_by(build, build_rank) as build, max(build_rank) as build_rank, count(*) - 1 as before
-    from ranked
-    where not touched and series_digest in (select series_digest from head)
-    group by series_digest
+    select
+        p.series_digest,
+        max_by(p.build, b.build_rank) as build,
+        max(b.build_rank) as build_rank,
+        count(*) - 1 as before
+    from fact_build_point as p
+    join dim_build as b using (build)
+    where p.build not in (select build from touched_build) and p.series_digest in (select series_digest from head)
+    group by p.series_digest
 ),
 side as (
     select * from head
