@@ -126,11 +126,12 @@ def test_each_refresh_derives_what_it_touched_and_matches_a_derivation_from_scra
         # results restated only once a run is deleted
         empty = ("fact_restatement",) if step < 5 else ()
         incremental, scratch_parts = _as_from_scratch(gens, published, empty)
-        # the per-run tables are derived a batch of runs at a time, into a part per run: the same
-        # rows as their models over every run point in one query
+        # the per-run tables are derived a batch of runs at a time, into a part per run, and the
+        # per-build ones a batch of builds at a time over the parts of the runs that stand for
+        # them: the same rows as their models over every part in one query
         with open_duckdb(gens.storage) as con:
             create_views(con, published)
-            for name in ("fact_run_step", "fact_recent_point"):
+            for name in ("fact_run_step", "fact_recent_point", "fact_build_point", "fact_speedup_point"):
                 assert model_rows.derive(con, name).equals(incremental[name]), name
         # fact_build_point and fact_build_step from scratch a batch of builds at a time, here one
         # build per batch, run_steps one run at a time, and every table streamed from DuckDB in

@@ -5,6 +5,7 @@ per head build (``fact_build_step``): what a refresh re-derives of them and what
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import duckdb
@@ -50,16 +51,30 @@ class BuildTables(Carrying):
         con.register("touched_build", pa.table({"build": builds}))
         in_batch = "build in (select build from touched_build)"
         # fact_build_point reads the run points and, for a release build, its version's other
-        # rows (main-branch or imported); fact_speedup_point reads the speedup pairs.
+        # rows (main-branch or imported); fact_speedup_point reads the speedup pairs. Of the
+        # parts kept per run, only those of the runs that stand for the builds (``dim_build.runs``).
+        holding = self._holding(con, run_points)
         releases = "source <> 'gh-pages' and liger_version in (select build from touched_build)"
         views = (
-            {"fact_run_point": (run_points, in_batch), "fact_result": (self.gen.parts("fact_result"), releases)}
+            {
+                "fact_run_point": (holding(run_points), in_batch),
+                "fact_result": (holding(self.gen.parts("fact_result")), releases),
+            }
             if table == "fact_build_point"
-            else {"fact_speedup_pair": (self.gen.parts("fact_speedup_pair"), in_batch)}
+            else {"fact_speedup_pair": (holding(self.gen.parts("fact_speedup_pair")), in_batch)}
         )
         source = model_sql(table).strip().removesuffix(";")
         with narrowed(con, self.gen, views):
             return self._content_parts(table, stream(con, table, f"select * from ({source}\n) where {in_batch}"))
+
+    @staticmethod
+    def _holding(con: duckdb.DuckDBPyConnection, run_points: list[Part]) -> Callable[[list[Part]], list[Part]]:
+        """Which parts of a table kept per source (a gh-pages run, a main-branch CSV, an import)
+        can hold rows of the builds of ``touched_build``: those of the runs that stand for them
+        and those of every source that is not a gh-pages run."""
+        stand = "select distinct unnest(runs) from dim_build where build in (select build from touched_build)"
+        runs, gh_pages = {run for (run,) in con.execute(stand).fetchall()}, {p.key for p in run_points}
+        return lambda parts: [p for p in parts if p.key in runs or p.key not in gh_pages]
 
     def build_steps(self, con: duckdb.DuckDBPyConnection, run_points: list[Part]) -> list[Part]:
         """One part per head build: the pairs of consecutive builds into it. A head is re-derived
