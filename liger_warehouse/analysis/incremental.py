@@ -93,6 +93,7 @@ class Incremental(BuildTables):
     generation ``prior`` (the per-build tables: ``BuildTables``)."""
 
     _appended: tuple[list[str], int] | None = None  # appended runs, reach of ``appended_latest``
+    _new_runs: list[str] | None = None  # ``_new_runs_appended``, read once: three tables ask
 
     @classmethod
     def of(cls, gens: GenerationStore, gen: Generation, from_scratch: bool) -> Incremental:
@@ -243,8 +244,11 @@ class Incremental(BuildTables):
         """The runs whose points ``run_points`` adds to the published ones, in upstream's order,
         when that is all it changes (no run's points changed or went) and they come after every
         published run: a refresh that appends new runs. Empty otherwise."""
-        if self.prior is None:
-            return []
+        if self._new_runs is None:
+            self._new_runs = [] if self.prior is None else self._read_new_runs(con, run_points)
+        return self._new_runs
+
+    def _read_new_runs(self, con: duckdb.DuckDBPyConnection, run_points: list[Part]) -> list[str]:
         came, went = parts_diff(self.prior.parts("fact_run_point"), run_points)
         order = _run_order(con, run_points)
         appended = [run for run in order if run in {p.key for p in came}]
