@@ -68,6 +68,7 @@ def test_each_refresh_derives_what_it_touched_and_matches_a_derivation_from_scra
     previous_builds: dict[str, str] = {}
     previous_heads: dict[str, str] = {}
     previous_restated: dict[str, str] = {}
+    previous_sources: dict[str, str] = {}
     for step, runs in enumerate(LISTINGS):
         _list_runs(mirror, runs)
         derived_keys.clear()
@@ -82,12 +83,14 @@ def test_each_refresh_derives_what_it_touched_and_matches_a_derivation_from_scra
         build_parts = {p.key: p.file for p in published.parts("fact_build_point")}
         head_parts = {p.key: p.file for p in published.parts("fact_build_step")}
         restated_parts = {p.key: p.file for p in published.parts("fact_restatement")}
+        source_parts = {p.key: p.file for p in published.parts("fact_build_source")}
         assert sorted(step_parts) == sorted(recent_parts) == ever
-        assert set(restated_parts) == set(pair_parts), "a restatement part per source"
+        assert set(restated_parts) == set(pair_parts) == set(source_parts), "a restatement and build part per source"
         assert set(run_parts) < set(pair_parts), "a speedup pair part per source: the runs and main's CSVs"
         if step == 1:  # one new nightly: one new run part and speedup pair part, the others carried
             assert {r for r, f in run_parts.items() if previous.get(r) != f} == {"1fdb668"}
             assert {r for r, f in pair_parts.items() if previous_pairs.get(r) != f} == {"1fdb668"}
+            assert {r for r, f in source_parts.items() if previous_sources.get(r) != f} == {"1fdb668"}
             assert {r for r, f in step_parts.items() if previous_steps.get(r) != f} == {"1fdb668"}
             assert {r for r, f in recent_parts.items() if previous_recent.get(r) != f} == {"1fdb668"}
             # its nightly build: a new build point part, and new step parts into it and into the
@@ -98,6 +101,7 @@ def test_each_refresh_derives_what_it_touched_and_matches_a_derivation_from_scra
             assert {b for b, f in head_parts.items() if previous_heads.get(b) != f} == nightly | {"0.7.0"}
         if step == 3:  # the release run, and the nightly of its commit it makes a release run
             assert {r for r, f in run_parts.items() if previous.get(r) != f} == {"7644a0f-v0.7.0", "7644a0f"}
+            assert {r for r, f in source_parts.items() if previous_sources.get(r) != f} == {"7644a0f-v0.7.0", "7644a0f"}
             # the steps into the relabelled run and every run after it
             assert {r for r, f in step_parts.items() if previous_steps.get(r) != f} == {"7644a0f-v0.7.0", "7644a0f"}
         if step == 4:  # the listed-between run shares its place with 7656bcb and comes first by
@@ -118,20 +122,28 @@ def test_each_refresh_derives_what_it_touched_and_matches_a_derivation_from_scra
                 ("fact_run_step", step_parts, previous_steps),
                 ("fact_recent_point", recent_parts, previous_recent),
                 ("fact_speedup_pair", pair_parts, previous_pairs),
+                ("fact_build_source", source_parts, previous_sources),
             ):
                 assert derived_keys[table] == {r for r, f in parts.items() if before.get(r) != f}, table
         previous, previous_pairs, previous_steps, previous_recent = run_parts, pair_parts, step_parts, recent_parts
         previous_builds, previous_heads, previous_restated = build_parts, head_parts, restated_parts
+        previous_sources = source_parts
 
         # results restated only once a run is deleted
         empty = ("fact_restatement",) if step < 5 else ()
         incremental, scratch_parts = _as_from_scratch(gens, published, empty)
-        # the per-run tables are derived a batch of runs at a time, into a part per run, and the
+        # the per-source and per-run tables are derived a batch at a time, into a part per key, and the
         # per-build ones a batch of builds at a time over the parts of the runs that stand for
         # them: the same rows as their models over every part in one query
         with open_duckdb(gens.storage) as con:
             create_views(con, published)
-            for name in ("fact_run_step", "fact_recent_point", "fact_build_point", "fact_speedup_point"):
+            for name in (
+                "fact_build_source",
+                "fact_run_step",
+                "fact_recent_point",
+                "fact_build_point",
+                "fact_speedup_point",
+            ):
                 assert model_rows.derive(con, name).equals(incremental[name]), name
         # fact_build_point and fact_build_step from scratch a batch of builds at a time, here one
         # build per batch, run_steps one run at a time, and every table streamed from DuckDB in

@@ -154,7 +154,7 @@ def test_sql_a_derived_table_reads_through_a_view_changes_the_derivation():
 # The derived tables whose parts are named by what their rows are derived from (a source's or a
 # run's inputs and the derivation version), not by the rows.
 NAMED_BY_INPUTS = (
-    *("fact_run_point", "fact_speedup_pair", "fact_restatement"),
+    *("fact_build_source", "fact_run_point", "fact_speedup_pair", "fact_restatement"),
     *("fact_run_step", "fact_recent_point", "fact_speedup_step"),
 )
 

@@ -174,13 +174,15 @@ def test_one_new_revision_is_the_only_work(copy_of, tmp_path):
     assert summary["revisions_ingested"] == 1
     assert (summary["results_added"], summary["results_restated"], summary["results_removed"]) == (1, 1, 0)
     written = set(_files(copy_of)) - set(before_files)
-    # A main-branch commit: the builds and their points change, and the speedup pairs and
+    # A main-branch commit: the builds and their points change, and the build rows, speedup pairs and
     # restatements of the main-branch CSV it changed (its part only) and the speedup points of its
     # version's build; the gh-pages runs and the noise read from them do not, so their parts are
     # reused.
     assert {Path(w).parts[1] for w in written} <= {"fact_result", "fact_revision_member", "dim_upstream_revision",
-                                                   "dim_build", "fact_build_point", "fact_speedup_pair",
-                                                   "fact_speedup_point", "fact_restatement"}  # fmt: skip
+                                                   "fact_build_source", "dim_build", "fact_build_point",
+                                                   "fact_speedup_pair", "fact_speedup_point",
+                                                   "fact_restatement"}  # fmt: skip
+    assert len([w for w in written if "/fact_build_source/" in w]) == 1
     assert len([w for w in written if "/fact_speedup_pair/" in w]) == 1
     assert len([w for w in written if "/fact_restatement/" in w]) == 1
     assert len([w for w in written if "/fact_speedup_point/" in w]) <= 1

@@ -46,7 +46,7 @@ def add_to_generation(
             if name == "fact_run_point":
                 gh_pages = {key: source for key, source in sources.items() if source.source == "gh-pages"}
                 parts = incremental.source_parts(con, name, gh_pages)
-            elif name in ("fact_speedup_pair", "fact_restatement"):
+            elif name in ("fact_build_source", "fact_speedup_pair", "fact_restatement"):
                 parts = incremental.source_parts(con, name, sources)
             elif name == "series_latest_runs":
                 parts = incremental.latest_runs(con, tables["fact_run_point"])

@@ -112,7 +112,7 @@ class Incremental(BuildTables):
 
     def source_parts(self, con: duckdb.DuckDBPyConnection, table: str, sources: dict[str, Source]) -> list[Part]:
         """One part of ``table`` per source of ``sources`` (each gh-pages run for the run points,
-        every source for the speedup pairs: a model whose rows each read one source's rows),
+        every source for the others: a model whose rows each read one source's rows),
         re-derived only where its inputs changed, a batch of sources at a time."""
         names = {key: keyed_name(table, key, source.digest) for key, source in sources.items()}
         parts = self._unchanged(table, names)

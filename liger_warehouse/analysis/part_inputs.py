@@ -23,6 +23,7 @@ from liger_warehouse.store.generations import Generation, key_folder
 BATCH_RESULTS = 500_000
 # Derived tables with one part per source (a gh-pages run, a main-branch CSV, an import) or build.
 KEYED_PARTS = (
+    "fact_build_source",
     "fact_run_point",
     "fact_speedup_pair",
     "fact_speedup_point",

@@ -5,6 +5,7 @@ the key of a table kept in a part per run, source or build); the readers' copies
 
 ORDER = {
     "dim_series": ["series_digest"],
+    "fact_build_source": ["source_key", "build", "source_label"],
     "dim_build": ["build_rank"],
     "fact_run_point": ["run", "series_digest"],
     "series_latest_runs": ["series_digest"],

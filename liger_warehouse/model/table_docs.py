@@ -36,6 +36,10 @@ DESCRIPTIONS = {
     "dim_series": "One row per series (kernel, pass, provider, backend, metric, GPU and workload) in "
     "readable columns, with the sweep, kernel and host keys verdicts group it by. Derived at publish "
     "by sql/derived/dim_series.sql.",
+    "fact_build_source": "For each source (a gh-pages run, a main-branch CSV, an import), one row per "
+    "build its results stand for and label they are listed under: how many, the places of its runs in "
+    "upstream's list and when they were observed, which dim_build adds up. One part per source. Derived "
+    "at publish by sql/derived/fact_build_source.sql.",
     "dim_build": "One row per Liger build results stand for, in release order: each release (its "
     "release run and other runs of its commit, else its main-branch rows) and each nightly run, "
     "labelled <version>+<yyyymmdd>.<sha>, with the gh-pages runs that stand for it (runs) and the place "

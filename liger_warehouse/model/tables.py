@@ -242,17 +242,18 @@ SCHEMAS: dict[str, pa.Schema] = {
     ),
     "dim_build": pa.schema(
         [
-            ("build_rank", pa.int64()),
-            ("build", pa.string()),
-            ("liger_version", pa.string()),
-            ("version_rank", pa.int32()),
-            ("build_kind", pa.string()),
-            ("first_observed", TS),
-            ("last_observed", TS),
-            ("sources", pa.list_(pa.string())),
-            ("results", pa.int64()),
-            ("runs", pa.list_(pa.string())),
-            ("last_run_seq", pa.int32()),
+            *(("build_rank", pa.int64()), ("build", pa.string()), ("liger_version", pa.string())),
+            *(("version_rank", pa.int32()), ("build_kind", pa.string())),
+            *(("first_observed", TS), ("last_observed", TS), ("sources", pa.list_(pa.string()))),
+            *(("results", pa.int64()), ("runs", pa.list_(pa.string())), ("last_run_seq", pa.int32())),
+        ]
+    ),
+    "fact_build_source": pa.schema(
+        [
+            *(("source_key", pa.string()), ("build", pa.string()), ("source_label", pa.string())),
+            *(("liger_version", pa.string()), ("build_kind", pa.string())),
+            *(("first_run_seq", pa.int32()), ("last_run_seq", pa.int32()), ("first_observed", TS)),
+            *(("last_observed", TS), ("results", pa.int64())),
         ]
     ),
     "fact_run_point": pa.schema(
@@ -380,8 +381,8 @@ DIGEST_COLUMN["dim_upstream_revision"] = "revision_digest"
 TABLES = tuple(SCHEMAS)
 # Derived tables written by the SQL models in sql/derived/, in build order: each may read those before.
 SQL_MODELS = (
-    *("dim_series", "dim_build", "fact_run_point", "series_latest_runs", "fact_recent_point", "fact_build_point"),
-    "fact_build_step",
+    *("dim_series", "fact_build_source", "dim_build", "fact_run_point", "series_latest_runs", "fact_recent_point"),
+    *("fact_build_point", "fact_build_step"),
     *("fact_speedup_pair", "fact_speedup_point", "fact_run_step", "fact_series_spread", "fact_series_noise"),
     *("fact_speedup_step", "fact_speedup_spread", "fact_speedup_noise", "fact_restatement"),
 )

@@ -1,5 +1,5 @@
 -- dim_build: one row per Liger build that results stand for, in release order.
--- Materialized at publish (a derived table).
+-- Materialized at publish (a derived table), from each source's rows of `fact_build_source`.
 --
 -- A *release* build is a published version (`0.7.0`). It stands on its gh-pages release run
 -- (`<sha>-v0.7.0`) and every other run of the same commit; a series with no result in those
@@ -11,24 +11,20 @@
 -- `build_rank` orders builds: release order, then each release's nightlies in run order.
 -- `runs` are the gh-pages runs that stand for a build and `last_run_seq` the place of the newest
 -- in upstream's list: what `build_name` resolves run names, 'latest' and 'previous' with.
--- reads: dim_version, result_build
-with labelled as (
-    select build, liger_version, build_kind, run_seq, observed_at, source_label
-    from result_build
-),
-ranked as (
+-- reads: dim_version, fact_build_source
+with ranked as (
     select
         build,
         any_value(liger_version) as liger_version,
         any_value(build_kind) as build_kind,
-        min(run_seq) as run_seq,
-        min(observed_at) as first_observed,
-        max(observed_at) as last_observed,
+        min(first_run_seq) as run_seq,
+        min(first_observed) as first_observed,
+        max(last_observed) as last_observed,
         list(distinct source_label order by source_label) as sources,
-        count(*) as results,
-        list(distinct source_label order by source_label) filter (where run_seq is not null) as runs,
-        max(run_seq) as last_run_seq
-    from labelled
+        sum(results)::bigint as results,
+        list(distinct source_label order by source_label) filter (where first_run_seq is not null) as runs,
+        max(last_run_seq) as last_run_seq
+    from fact_build_source
     group by build
 )
 select

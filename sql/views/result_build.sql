@@ -32,6 +32,7 @@ run_day as (
 select
     f.result_digest,
     f.series_digest,
+    f.source_key,
     f.liger_version,
     case
         when f.source <> 'gh-pages' or rc.run_commit is not null then f.liger_version
