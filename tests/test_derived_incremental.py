@@ -46,6 +46,34 @@ LISTINGS = [
 ]
 
 
+# dim_build as it was derived before it added up fact_build_source: every result grouped by the
+# build it stands for. The builds added up per source must be the same rows.
+BUILDS_FROM_EVERY_RESULT = """
+with ranked as (
+    select
+        build,
+        any_value(liger_version) as liger_version,
+        any_value(build_kind) as build_kind,
+        min(run_seq) as run_seq,
+        min(observed_at) as first_observed,
+        max(observed_at) as last_observed,
+        list(distinct source_label order by source_label) as sources,
+        count(*) as results,
+        list(distinct source_label order by source_label) filter (where run_seq is not null) as runs,
+        max(run_seq) as last_run_seq
+    from result_build
+    group by build
+)
+select
+    row_number() over (order by v.version_rank, r.build_kind = 'nightly', r.run_seq nulls first, r.build) as build_rank,
+    r.* exclude (run_seq, runs),
+    v.version_rank,
+    coalesce(r.runs, []) as runs
+from ranked as r
+left join dim_version as v using (liger_version)
+"""
+
+
 def _list_runs(mirror: Path, runs: list[str]) -> None:
     (mirror / "gh-pages" / "benchmarks" / "commits.txt").write_text("\n".join(runs) + "\n")
 
@@ -108,9 +136,11 @@ def test_each_refresh_derives_what_it_touched_and_matches_a_derivation_from_scra
             # name, so the per-run parts of 7656bcb and every run after it are derived again
             seq = _query_seq(root)
             assert seq["3b79375"] == seq["7656bcb"]
+            assert {r for r, f in source_parts.items() if previous_sources.get(r) != f} == {"3b79375"}
             assert {r for r, f in step_parts.items() if previous_steps.get(r) != f} == set(runs) - {"4444fdf"}
         if step == 5:  # the deleted run: its restatements, the other sources' parts carried
             assert {r for r, f in restated_parts.items() if previous_restated.get(r) != f} == {"1fdb668"}
+            assert {r for r, f in source_parts.items() if previous_sources.get(r) != f} == {"1fdb668"}
             withdrawn = gens.read_table(published, "fact_restatement").to_pylist()
             assert withdrawn and {(r["source_key"], r["restated_revision_digest"]) for r in withdrawn} == {
                 ("1fdb668", None)
@@ -145,6 +175,12 @@ def test_each_refresh_derives_what_it_touched_and_matches_a_derivation_from_scra
                 "fact_speedup_point",
             ):
                 assert model_rows.derive(con, name).equals(incremental[name]), name
+            columns = ", ".join(SCHEMAS["dim_build"].names)
+            every_result = con.execute(f"select {columns} from ({BUILDS_FROM_EVERY_RESULT}) order by build_rank")
+            assert (
+                every_result.fetchall()
+                == con.execute(f"select {columns} from dim_build order by build_rank").fetchall()
+            )
         # fact_build_point and fact_build_step from scratch a batch of builds at a time, here one
         # build per batch, run_steps one run at a time, and every table streamed from DuckDB in
         # batches of 3 rows: the same parts

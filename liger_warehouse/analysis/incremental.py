@@ -4,8 +4,8 @@ generation.
 A refresh derives what its new facts touch and carries the rest from the published generation
 with the same rows a derivation from scratch gives:
 
-- ``fact_run_point`` has one part per gh-pages run, and ``fact_speedup_pair`` and
-  ``fact_restatement`` one per source (a run, a main-branch CSV, an import), named by a digest
+- ``fact_run_point`` has one part per gh-pages run, and ``fact_build_source``,
+  ``fact_speedup_pair`` and ``fact_restatement`` one per source (a run, a main-branch CSV, an import), named by a digest
   of what the source's rows come from (its fact_result parts, its revisions and so their
   members, the releases of its commit, the SQL): a source whose inputs are unchanged keeps its
   part, a new or changed one gets a new part;
@@ -30,9 +30,10 @@ with the same rows a derivation from scratch gives:
   ``last_run``), or from the published steps when an appended run was published before;
 - ``fact_speedup_spread`` re-derives the pairings of the Liger series in speedup step parts that
   came or went (a pairing's spread and newest run read only its own steps) and carries the others;
-- ``dim_build``, ``fact_series_noise`` and ``fact_speedup_noise`` are derived whole (a series'
-  noise is its spread shrunk toward pools over every series, so one new run moves them all, but
-  that is a pass over one row per series or pairing).
+- ``dim_build``, ``fact_series_noise`` and ``fact_speedup_noise`` are derived whole, each a pass
+  over one row per source and build, series or pairing: the builds add up the rows of
+  ``fact_build_source``, and a series' noise is its spread shrunk toward pools over every series,
+  so one new run moves them all.
 
 The same model SQL runs in both cases, over views narrowed to the touched parts or builds.
 
