@@ -78,6 +78,7 @@ from liger_warehouse.analysis.run_batches import (
     held_pairing_runs,
     held_runs,
     pairings_latest,
+    register_appended,
     run_batches,
     runs_reaching,
     stepped_pairing_runs,
@@ -216,7 +217,7 @@ class Incremental(BuildTables):
         if not _appended_only(order, pending):
             return [row for row in con.execute(runs_reaching(reach)).fetchall() if row[0] not in parts]
         if self._appended is None or self._appended[0] != pending or self._appended[1] < reach:
-            con.register("appended_run", pa.table({"run": pa.array(pending, pa.string())}))
+            register_appended(con, pending)
             new = pending == self._new_runs_appended(con, run_points)
             latest = appended_latest_held(self._held_latest()) if new else appended_latest(reach)
             con.execute(f"create or replace temp table appended_latest as {latest}")

@@ -96,10 +96,15 @@ def appended_latest_held(held: str) -> str:
     """
 
 
+def register_appended(con: duckdb.DuckDBPyConnection, appended: list[str]) -> None:
+    """The runs ``appended`` as the table ``appended_run`` that the look-ups here read."""
+    con.register("appended_run", pa.table({"run": pa.array(appended, pa.string())}))
+
+
 def appended_series(con: duckdb.DuckDBPyConnection, appended: list[str]) -> None:
     """The runs ``appended`` as the table ``appended_run``, and the series they hold as the temp
     table ``appended_series``."""
-    con.register("appended_run", pa.table({"run": pa.array(appended, pa.string())}))
+    register_appended(con, appended)
     con.execute(
         "create or replace temp table appended_series as select distinct series_digest "
         "from fact_run_point where run in (select run from appended_run)"
