@@ -85,7 +85,7 @@ def _database(path: Path, rows: list[tuple], view: bool = True) -> Path:
             con.executemany("insert into r values (?, ?, ?, ?)", rows)
         if view:
             given = ("kernel", "head_version", "adjusted_change")
-            shown = ", ".join(f"null as {c}" for c in regression_watch.SHOWN if c not in given)
+            shown = ", ".join(f"null as {c}" for c in (*regression_watch.SHOWN, "series_digest") if c not in given)
             con.execute(f"create view regressions as select *, {shown} from r")
     return path
 
