@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from liger_warehouse.audit import checks
+from liger_warehouse.model.tables import SCHEMAS
 from liger_warehouse.serve.database import build_database
 from liger_warehouse.store.generations import GenerationStore
 from liger_warehouse.store.storage import Storage
@@ -20,6 +21,7 @@ from tests.conftest import MIRROR, refresh, require_mirror
 from tests.fake_github import FakeGitHub
 from tests.plain_duckdb import open_views
 from tests.recount import recount
+from tests.test_derived_incremental import BUILDS_FROM_EVERY_RESULT
 
 
 def _gens(root: Path) -> GenerationStore:
@@ -187,6 +189,10 @@ def test_one_new_revision_is_the_only_work(copy_of, tmp_path):
     assert len([w for w in written if "/fact_restatement/" in w]) == 1
     assert len([w for w in written if "/fact_speedup_point/" in w]) <= 1
     assert len([w for w in written if "/fact_result/" in w]) == 1
+    # the builds added up per source are those every result, grouped by its build, gives
+    columns = ", ".join(SCHEMAS["dim_build"].names)
+    by_source = _query(db, f"select {columns} from dim_build order by build_rank")
+    assert by_source == _query(db, f"select {columns} from ({BUILDS_FROM_EVERY_RESULT}) order by build_rank")
     after = _query(db, "select count(*), count(*) filter (where is_current) from fact_result")[0]
     assert after == (before[0] + 1, before[1])
     restated = _query(

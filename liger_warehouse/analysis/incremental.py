@@ -5,10 +5,10 @@ A refresh derives what its new facts touch and carries the rest from the publish
 with the same rows a derivation from scratch gives:
 
 - ``fact_run_point`` has one part per gh-pages run, and ``fact_build_source``,
-  ``fact_speedup_pair`` and ``fact_restatement`` one per source (a run, a main-branch CSV, an import), named by a digest
-  of what the source's rows come from (its fact_result parts, its revisions and so their
-  members, the releases of its commit, the SQL): a source whose inputs are unchanged keeps its
-  part, a new or changed one gets a new part;
+  ``fact_speedup_pair`` and ``fact_restatement`` one per source (a run, a main-branch CSV, an
+  import), named by a digest of what the source's rows come from (its fact_result parts, its
+  revisions and so their members, the releases of its commit, the SQL): a source whose inputs
+  are unchanged keeps its part, a new or changed one gets a new part;
 - ``dim_series`` adds the series of new fact_result parts that it lacks;
 - ``series_latest_runs`` re-derives the series of the runs a refresh appends (when it changes no
   other run) and carries the others: the per-run tables read their appended runs' series' latest
@@ -113,8 +113,9 @@ class Incremental(BuildTables):
         return cls(gens, gen, prior, new, gone)
 
     def source_parts(self, con: duckdb.DuckDBPyConnection, table: str, sources: dict[str, Source]) -> list[Part]:
-        """One part of ``table`` per source of ``sources`` (each gh-pages run for the run points,
-        every source for the others: a model whose rows each read one source's rows),
+        """One part of ``table`` per source of ``sources`` (each gh-pages run for ``fact_run_point``,
+        every source for ``fact_build_source``, ``fact_speedup_pair`` and ``fact_restatement``:
+        models whose rows each read one source's rows),
         re-derived only where its inputs changed, a batch of sources at a time."""
         names = {key: keyed_name(table, key, source.digest) for key, source in sources.items()}
         parts = self._unchanged(table, names)
