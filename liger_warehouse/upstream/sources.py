@@ -25,6 +25,7 @@ log = logging.getLogger(__name__)
 GITHUB_PREFIX = "github:"
 RUNS_PATH = "benchmarks/commits.txt"
 GOLDEN_PATH = "benchmarks/golden_commits.json"
+_COMMIT = re.compile(r"[0-9a-f]{7,40}")
 _SAFE_PATH = re.compile(r"^[A-Za-z0-9_.\-]+(/[A-Za-z0-9_.\-]+)*$")
 
 
@@ -32,6 +33,8 @@ class Upstream(Protocol):
     def list(self) -> UpstreamListing: ...
 
     def fetch(self, ref: RevisionRef) -> bytes: ...
+
+    def compare(self, base: str, head: str) -> bytes | None: ...
 
     def describe(self) -> str: ...
 
@@ -45,6 +48,13 @@ def check_path(path: str) -> str:
     if not _SAFE_PATH.match(path) or any(part in ("", ".", "..") for part in path.split("/")):
         raise UpstreamError(f"refusing unsafe upstream path {path!r}")
     return path
+
+
+def check_commit(commit: str) -> str:
+    """Refuse anything but a hex commit before it goes into a URL or a file name."""
+    if not _COMMIT.fullmatch(commit):
+        raise UpstreamError(f"refusing {commit!r}: not a hex commit")
+    return commit
 
 
 def _parse_runs(text: str, problems: list[str]) -> list[RevisionRef]:
@@ -168,6 +178,14 @@ class GitHubUpstream:
             raise UpstreamError(f"{ref.label}: {self._raw(at, ref.path)} answered 404")
         return got.body
 
+    def compare(self, base: str, head: str) -> bytes | None:
+        """GitHub's compare of two commits (its first page: the nightly ranges are short); None
+        when GitHub knows no such range."""
+        pair = f"{check_commit(base)}...{check_commit(head)}"
+        url = f"{self.api_base.rstrip('/')}/repos/{self.repo}/compare/{pair}?per_page=100"
+        got = self.http.get(url, what=f"compare {pair}", accept="application/vnd.github+json")
+        return got.body if got else None
+
 
 @dataclass
 class MirrorUpstream:
@@ -209,3 +227,7 @@ class MirrorUpstream:
         if data is None:
             raise UpstreamError(f"{ref.label}: the mirror has no file {self.root / rel}")
         return data
+
+    def compare(self, base: str, head: str) -> bytes | None:
+        path = self.root / "compare" / f"{check_commit(base)}...{check_commit(head)}.json"
+        return path.read_bytes() if path.is_file() else None

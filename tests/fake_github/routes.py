@@ -27,6 +27,7 @@ RAW_NOT_FOUND = b"404: Not Found"
 API_DOCS = "https://docs.github.com/rest"
 _STEM_RE = re.compile(r"benchmark/data/([A-Za-z0-9_][A-Za-z0-9_.-]*)\.csv")
 _COMMITS_RE = re.compile(r"/repos/([^/]+)/([^/]+)/commits/?")
+_COMPARE_RE = re.compile(r"/repos/([^/]+)/([^/]+)/compare/([0-9a-f]{7,40})\.\.\.([0-9a-f]{7,40})")
 
 
 @dataclass
@@ -87,7 +88,8 @@ class GitHubRoutes:
             if body is None:
                 return json_response(404, not_found)
             return self._api_response(200, body, req_headers, spend=True)
-        m = _COMMITS_RE.fullmatch(url_path[len(API_PREFIX) :])
+        route = url_path[len(API_PREFIX) :]
+        m = _COMMITS_RE.fullmatch(route) or _COMPARE_RE.fullmatch(route)
         if m is None or not self._is_us(m.group(1), m.group(2)):
             return json_response(404, not_found)
         with self._lock:
@@ -104,6 +106,12 @@ class GitHubRoutes:
                     "documentation_url": API_DOCS,
                 },
             )
+        if m.re is _COMPARE_RE:
+            # The mirror holds only consecutive runs' compares; GitHub would answer any pair.
+            found = self._inside(self.mirror_dir / "compare" / f"{m[3]}...{m[4]}.json")
+            if found is None:
+                return json_response(404, not_found)
+            return self._api_response(200, found.read_bytes(), req_headers, spend=True)
 
         params = parse_qsl(query, keep_blank_values=True)
         args = dict(params)

@@ -6,6 +6,7 @@ from datetime import timedelta
 import dagster as dg
 
 from liger_warehouse.model.revisions import UpstreamListing
+from liger_warehouse.upstream.compare import COMPARES_PER_REFRESH, fetch_compares, run_pairs
 from liger_warehouse.upstream.fetch import fetch_revisions
 from pipelines.defs.resources import UpstreamResource, WarehouseResource
 
@@ -43,7 +44,8 @@ def upstream_snapshots(
     ``benchmark/data/*.csv`` and every gh-pages benchmark run.
 
     Only revisions the warehouse has not stored are downloaded; listings use conditional
-    requests. Each file is kept as an immutable, content-addressed, gzipped raw snapshot.
+    requests. Each file is kept as an immutable, content-addressed, gzipped raw snapshot, and
+    each run's compare with the run before it (the commits in between) is kept beside them.
     Materializes on every refresh: its freshness policy warns after 36 hours without one.
     """
     storage = warehouse.storage()
@@ -54,8 +56,9 @@ def upstream_snapshots(
     fetched = fetch_revisions(
         source, warehouse.raw(), listing, known, lambda ref: context.log.info(f"stored {ref.label}")
     )
+    compares = fetch_compares(source, warehouse.raw(), run_pairs(listing), COMPARES_PER_REFRESH)
     http = getattr(source, "http", None)
-    for problem in listing.problems + fetched.failures:
+    for problem in listing.problems + fetched.failures + compares.failures:
         context.log.warning(problem)
     return dg.Output(
         FetchedUpstream(listing, fetched.contents, fetched.failures),
@@ -67,6 +70,9 @@ def upstream_snapshots(
             "revisions_downloaded": len(fetched.downloaded),
             "revisions_reused_from_raw_store": fetched.reused,
             "download_failures": len(fetched.failures),
+            "compares_stored": len(compares.stored),
+            "compares_missing_upstream": len(compares.missing),
+            "compare_failures": len(compares.failures),
             "http_requests": http.requests if http else 0,
             "content_bytes_downloaded": http.bytes_downloaded if http else 0,
         },
