@@ -85,19 +85,22 @@ class Source:
 
     source: str
     revisions: frozenset[str]
-    digest: str  # of its fact_result parts, its revisions and their places, its releases, the SQL
+    digest: str  # of its fact_result parts, its revisions, their places and heads, its releases, the SQL
 
 
 def source_inputs(con: duckdb.DuckDBPyConnection, gen: Generation) -> dict[str, Source]:
     """Each source of ``gen``'s fact_result parts. Its digest names its parts of the per-source
-    derived tables: the source's fact_result parts, its revisions and their places, the releases
-    of its commit (a release run makes the other runs of its commit release runs), and the SQL."""
+    derived tables: the source's fact_result parts, its revisions, their places and which is head
+    (a withdrawn import has none, and stands for no build), the releases of its commit (a release
+    run makes the other runs of its commit release runs), and the SQL."""
     revisions = con.execute(
         """
         select
             r.source_key,
             any_value(r.source),
-            list([r.revision_digest, r.seq::varchar] order by r.seq, r.revision_digest) as revisions,
+            -- is_head too: a withdrawn import (no revision head) stands for no build (result_build)
+            list([r.revision_digest, r.seq::varchar, r.is_head::varchar] order by r.seq, r.revision_digest)
+                as revisions,
             list_sort(list(distinct rc.release_version) filter (where rc.release_version is not null)) as releases
         from dim_upstream_revision as r
         left join (
@@ -117,7 +120,7 @@ def source_inputs(con: duckdb.DuckDBPyConnection, gen: Generation) -> dict[str, 
     return {
         key: Source(
             source,
-            frozenset(revision for revision, _ in revs),
+            frozenset(revision for revision, *_ in revs),
             digest(derivation_version(), key, sorted(files[key]), revs, releases),
         )
         for key, (source, revs, releases) in held.items()
