@@ -201,3 +201,16 @@ def test_status_without_a_warehouse_fails_clearly(tmp_path: Path, dagster_home: 
     code, text = invoke("status", "-w", str(tmp_path / "nothing"))
     assert code == 1
     assert "no generation published yet" in text
+
+
+def test_exit_statuses_are_the_ones_the_readme_states(tmp_path: Path, dagster_home: Path):
+    """2 for a usage error, 1 for a failure (3, a refresh already running, and 1 for `status` of
+    a warehouse with nothing published: above)."""
+    readme = " ".join((Path(__file__).resolve().parents[1] / "README.md").read_text().split())
+    assert "Exit status 1 is a failure" in readme and "Exit status 2 is a usage error" in readme
+    assert "Exit status 3: another refresh or import of the same warehouse is running" in readme
+    missing = str(tmp_path / "nothing")
+    for usage_error in (["status", "--no-such-option"], ["regressions", "--threshold", "lots"], ["no-such-command"]):
+        assert invoke(*usage_error)[0] == 2, usage_error
+    code, text = invoke("sql", "select 1", "-w", missing)
+    assert code == 1 and f"no database at {missing}" in " ".join(text.split()), text

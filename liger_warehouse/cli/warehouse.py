@@ -36,9 +36,13 @@ if TYPE_CHECKING:
     import dagster as dg
 
     from liger_warehouse.store.generations import GenerationStore
+    from liger_warehouse.upstream.open import UpstreamSettings
+    from liger_warehouse.upstream.sources import Upstream
 
 # Seconds the listing before a refresh waits for upstream before leaving it to the job.
 PREFLIGHT_TIMEOUT = 5.0
+# Seconds `status --check-upstream` waits for each request: offline, status ends within 5 s.
+CHECK_TIMEOUT = 3.0
 
 
 @app.command()
@@ -110,13 +114,11 @@ def _listing_as_published(gens: GenerationStore, upstream: str | None) -> tuple[
     The listing is tried once, with a short timeout: on any doubt (nothing published, a listing
     that fails) the job runs, and it retries and reports as usual.
     """
-    from dataclasses import replace
-
     from liger_warehouse.analysis.part_inputs import derived_current
     from liger_warehouse.model.tables import SCHEMA_VERSION
     from liger_warehouse.runtime.warehouse_status import upstream_as_published
     from liger_warehouse.serve.database import database_path, views_current
-    from liger_warehouse.upstream.open import open_upstream, settings_from_env
+    from liger_warehouse.upstream.open import open_upstream
 
     current = gens.current_id()
     if current is None or not views_current(gens.storage, database_path(gens.storage), current):
@@ -124,11 +126,9 @@ def _listing_as_published(gens: GenerationStore, upstream: str | None) -> tuple[
     gen = gens.load(current)
     if gen.schema_version != SCHEMA_VERSION or not derived_current(gen):
         return None
-    settings = settings_from_env(upstream)
-    once = replace(settings.policy, max_attempts=1, timeout=min(settings.policy.timeout, PREFLIGHT_TIMEOUT))
     try:
         with _said_once():
-            source = open_upstream(replace(settings, policy=once), gens.storage)
+            source = open_upstream(_tried_once(upstream, PREFLIGHT_TIMEOUT), gens.storage)
             listing = source.list()
     except Exception:
         return None
@@ -136,6 +136,19 @@ def _listing_as_published(gens: GenerationStore, upstream: str | None) -> tuple[
     if not upstream_as_published(revisions, gens.read_table(gen, "golden_commit", ["content_digest"]), listing):
         return None
     return source.describe(), len(listing.revisions)
+
+
+def _tried_once(upstream: str | None, timeout: float) -> UpstreamSettings:
+    """The upstream settings with one attempt per request, each waiting at most ``timeout``
+    seconds: for a listing that only informs (the refresh's preflight, ``status``), where a
+    retry would be a wait the user sees and the refresh's own listing retries anyway."""
+    from dataclasses import replace
+
+    from liger_warehouse.upstream.open import settings_from_env
+
+    settings = settings_from_env(upstream)
+    policy = replace(settings.policy, max_attempts=1, timeout=min(settings.policy.timeout, timeout))
+    return replace(settings, policy=policy)
 
 
 def _record_listing(upstream: str, listed: int, storage: Storage) -> None:
@@ -285,11 +298,14 @@ def status(
 
     The last refresh is the one the warehouse recorded (state/last-refresh.json): the CLI records
     the refreshes it runs, the daemon's sensors those launched by the schedule or the UI. The
-    upstream head is the newest revision per source that the published generation holds. Exit
-    status 1 when nothing has been published yet, or when --check-upstream cannot list upstream
-    (one line says why; nothing else is printed). Reads the warehouse only: no Dagster.
+    upstream head is the newest revision per source that the published generation holds.
+    --check-upstream tries each upstream request once, for at most a few seconds: an upstream
+    that does not answer gets the warehouse's own state and then one line saying what was tried.
+    Exit status 1 when nothing has been published yet, or when --check-upstream cannot list
+    upstream. Reads the warehouse only: no Dagster.
     """
     from liger_warehouse.store.generations import GenerationStore
+    from liger_warehouse.upstream.open import open_upstream
 
     storage = Storage(warehouse_root(warehouse))
     gens = GenerationStore(storage)
@@ -299,12 +315,18 @@ def status(
         raise typer.Exit(1)
     gen = gens.load(gen_id)
     revisions = gens.read_table(gen, "dim_upstream_revision")
-    ahead = _upstream_ahead(revisions, upstream) if check_upstream else None
     out = stdout_console()  # a pipe gets whole lines too
-    out.print(f"published generation [bold]{gen.id}[/bold] (created {gen.created_at})")
-    out.print(f"last refresh: {_last_refresh(storage)}")
-    out.print(_row_counts(gen))
+    with tempfile.TemporaryDirectory() as scratch:  # listing ETags go here: status never writes to the warehouse
+        # A bad --upstream is said before anything else; an upstream that does not answer, after the state.
+        source = open_upstream(_tried_once(upstream, CHECK_TIMEOUT), Storage(scratch)) if check_upstream else None
+        out.print(f"published generation [bold]{gen.id}[/bold] (created {gen.created_at})")
+        out.print(f"last refresh: {_last_refresh(storage)}")
+        out.print(_row_counts(gen))
+        ahead, failure = (None, None) if source is None else _upstream_ahead(revisions, source)
     out.print(_heads_table(revisions, ahead))
+    if failure is not None:
+        console.print(f"[red]error:[/red] {escape(failure)}", soft_wrap=True)
+        raise typer.Exit(1)
 
 
 def _row_counts(gen) -> Table:
@@ -343,16 +365,15 @@ def _last_refresh(storage: Storage) -> str:
     return entry.describe() if entry else "none recorded in this warehouse"
 
 
-def _upstream_ahead(revisions, upstream: str | None) -> dict:
-    """How many revisions upstream lists now that the warehouse lacks, per source. An upstream
-    that cannot be listed raises: status then says why instead of counting nothing."""
+def _upstream_ahead(revisions, source: Upstream) -> tuple[dict | None, str | None]:
+    """How many revisions ``source`` lists now that the warehouse lacks, per source; or, when it
+    cannot be listed, None and one line saying what was tried, instead of counting nothing."""
     from liger_warehouse.runtime.warehouse_status import behind
-    from liger_warehouse.upstream.open import open_upstream, settings_from_env
+    from liger_warehouse.upstream.http import UpstreamError, UpstreamUnreachable
 
-    def announce(message: str) -> None:
-        console.print(f"[yellow]{escape(message)}[/yellow]", soft_wrap=True)
-
-    with tempfile.TemporaryDirectory() as scratch, progress.listening(notices=announce), _said_once():
-        # ETags go to scratch space: status never writes to the warehouse.
-        listing = open_upstream(settings_from_env(upstream), Storage(scratch)).list()
-    return behind(revisions, listing)
+    try:
+        listing = source.list()
+    except UpstreamError as exc:
+        why = "upstream unreachable" if isinstance(exc, UpstreamUnreachable) else "upstream could not be listed"
+        return None, f"{why}, so nothing new is counted: {exc}"
+    return behind(revisions, listing), None

@@ -132,7 +132,8 @@ class HttpClient:
             return retrying(self._get_once, url, what, conditional, accept)
         except _Transient as exc:
             kind = UpstreamUnreachable if isinstance(exc, _NoConnection) else UpstreamError
-            raise kind(f"{what}: giving up on {url} after {self.policy.max_attempts} attempts: {exc}") from None
+            tries = "1 attempt" if self.policy.max_attempts == 1 else f"{self.policy.max_attempts} attempts"
+            raise kind(f"{what}: giving up on {url} after {tries}: {exc}") from None
 
     def _announce_retry(self, state: RetryCallState, url: str, what: str) -> None:
         wait = state.next_action.sleep if state.next_action else 0.0
