@@ -11,6 +11,7 @@ import math
 from collections import defaultdict
 from pathlib import Path
 
+import duckdb
 import pytest
 from packaging.version import Version
 
@@ -87,6 +88,36 @@ def test_version_spellings_and_release_run_names(db):
     assert plain == spelled
     by_run = _query(db, "select distinct base_version, head_version from compare_versions('0a62700', '7656bcb')")
     assert by_run == [("0.6.4", "0.6.4+20260130.7656bcb")], "a run names its build"
+
+
+def _error(db: Path, sql: str) -> str:
+    with open_views(db) as con, pytest.raises(duckdb.InvalidInputException) as raised:
+        con.execute(sql).fetchall()
+    return str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("sql", "unknown"), [("'0.6.3', '9.9.9'", "9.9.9"), ("'nosuchbuild', 'latest'", "nosuchbuild")]
+)
+def test_an_unknown_build_is_an_error_listing_the_releases(db, sql, unknown):
+    """Not 0 rows: one line naming the build, the releases held and how to list every build."""
+    releases = _query(db, "select build from dim_build where build_kind = 'release' order by build_rank")
+    assert _error(db, f"select * from compare_versions({sql})") == (
+        f"Invalid Input Error: unknown build '{unknown}'; the warehouse holds, oldest first: "
+        f"{', '.join(b for (b,) in releases)} (and 'latest', 'previous', a gh-pages run or a nightly build: "
+        "select build from dim_build)"
+    )
+
+
+def test_an_unknown_run_is_an_error_listing_the_newest_runs(db):
+    runs = [
+        r for (r,) in _query(db, "select run from dim_upstream_revision where source = 'gh-pages' order by seq desc")
+    ]
+    newest = ", ".join(runs[:12]) + (", …" if len(runs) > 12 else "")
+    assert _error(db, "select count(*) from compare_runs('latest', 'nosuchrun')") == (
+        f"Invalid Input Error: unknown run 'nosuchrun'; the warehouse holds, newest first: {newest} "
+        "(and 'latest', 'previous'; every run: select run from dim_upstream_revision where source = 'gh-pages')"
+    )
 
 
 # Checked by hand against the raw CSVs: 0.6.3 is its release run d5648bf-v0.6.3; 0.7.0 is the

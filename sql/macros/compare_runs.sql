@@ -2,7 +2,8 @@
 -- gh-pages runs, with both p50s, the evidence and the verdict (docs/VERDICTS.md). The question a
 -- nightly asks: "did last night's run regress?"
 --     select * from compare_runs('previous', 'latest') where verdict = 'regression';
--- Runs are named as upstream names them ('7644a0f', '7644a0f-v0.7.0') or 'latest' / 'previous'.
+-- Runs are named as upstream names them ('7644a0f', '7644a0f-v0.7.0') or 'latest' / 'previous';
+-- a run the warehouse does not hold is an error listing the newest it does (`known_run`).
 -- `threshold` is a fraction; without it the session's `regression_threshold()` (5%) applies.
 -- The head is also judged against the base's recent level (`fact_recent_point`): a change the
 -- base run shows is no `regression` or `improvement` when the head is `unchanged` against the
@@ -10,14 +11,14 @@
 -- `recent_change`, `recent_verdict`, `recent_runs` and `recent_sources` are that evidence.
 -- With `recent := false` the verdict stands on the base run alone (the evidence is still shown):
 -- more changes found, more false alarms (docs/VERDICTS.md, "At equal recall").
--- reads: comparison, regression_threshold, run_name
+-- reads: comparison, known_run, regression_threshold
 create or replace macro compare_runs(base, head, threshold := null, recent := true) as table
 with judged as (
     select *
     from comparison(
         [
-            {'base_kind': 'run', 'base_key': run_name(base), 'head_kind': 'run', 'head_key': run_name(head)},
-            {'base_kind': 'recent', 'base_key': run_name(base), 'head_kind': 'run', 'head_key': run_name(head)}
+            {'base_kind': 'run', 'base_key': known_run(base), 'head_kind': 'run', 'head_key': known_run(head)},
+            {'base_kind': 'recent', 'base_key': known_run(base), 'head_kind': 'run', 'head_key': known_run(head)}
         ],
         coalesce(threshold, regression_threshold())
     )

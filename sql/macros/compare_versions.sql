@@ -5,10 +5,11 @@
 -- they lack, on the main-branch rows of the version): the median of all of them, `base_runs` /
 -- `head_runs` counting them and `base_sources` / `head_sources` naming them. Nightlies are
 -- builds of their own (`0.6.4+20251212.49e6353`, see `builds`). Builds may be written '0.7.0',
--- 'v0.7.0', '7644a0f-v0.7.0', as any gh-pages run, as a build label, or 'latest' / 'previous'.
+-- 'v0.7.0', '7644a0f-v0.7.0', as any gh-pages run, as a build label, or 'latest' / 'previous';
+-- a name the warehouse holds no build for is an error listing the releases (`known_build`).
 -- `threshold` is a fraction; without it the session's `regression_threshold()` (5%) applies.
 --     select * from compare_versions('0.6.3', '0.7.0') where verdict = 'regression';
--- reads: build_name, comparison, regression_threshold
+-- reads: comparison, known_build, regression_threshold
 create or replace macro compare_versions(base, head, threshold := null) as table
 select
     * exclude (base_kind, base, head),
@@ -16,6 +17,6 @@ select
     c.base as base_version,
     c.head as head_version
 from comparison(
-    [{'base_kind': 'build', 'base_key': build_name(base), 'head_kind': 'build', 'head_key': build_name(head)}],
+    [{'base_kind': 'build', 'base_key': known_build(base), 'head_kind': 'build', 'head_key': known_build(head)}],
     coalesce(threshold, regression_threshold())
 ) as c;

@@ -1,0 +1,22 @@
+-- known_run(text): the gh-pages run that `run_name(text)` resolves to, or an error when the
+-- warehouse holds no such run, naming the newest runs it holds and how to list them all: a
+-- comparison with a run that does not exist is a mistake to say, not 0 rows.
+--     select known_run('nosuchrun');  -- unknown run 'nosuchrun'; the warehouse holds, newest first: ...
+-- reads: dim_upstream_revision, run_name
+create or replace macro known_run(text) as
+    coalesce(
+        (select any_value(run) from dim_upstream_revision where source = 'gh-pages' and run = run_name(text)),
+        error(format(
+            'unknown run ''{}''; the warehouse holds, newest first: {}{} (and ''latest'', ''previous''; '
+            || 'every run: select run from dim_upstream_revision where source = ''gh-pages'')',
+            coalesce(text, ''),
+            coalesce(
+                (
+                    select string_agg(run, ', ' order by seq desc)
+                    from (select run, seq from dim_upstream_revision where source = 'gh-pages' order by seq desc limit 12)
+                ),
+                'nothing yet'
+            ),
+            if((select count(*) from dim_upstream_revision where source = 'gh-pages') > 12, ', …', '')
+        ))
+    );
