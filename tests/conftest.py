@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import dagster as dg
 import pytest
@@ -15,16 +17,35 @@ from tests.expected import Mirror, canonical_config, read_mirror
 from tests.fake_github import FakeGitHub
 from tests.plain_duckdb import open_views
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-MIRROR = SHARED / "upstream" / "liger-kernel"
+TESTS = Path(__file__).resolve().parent
+# The committed cut of the upstream mirror (tests/fixtures/README.md): every default test reads it,
+# so a fresh clone runs the same tests CI does.
+MIRROR = TESTS / "fixtures" / "liger-kernel"
+# ../shared beside the checkout holds the whole snapshot that the larger tier reads.
+# LIGER_TESTS_SHARED moves it; pointing it nowhere runs the suite as a fresh clone sees it.
+SHARED = Path(os.environ.get("LIGER_TESTS_SHARED") or TESTS.parents[1] / "shared")
+FULL_MIRROR = SHARED / "upstream" / "liger-kernel"
 REFERENCE = SHARED / "spec" / "kernelindex-v1alpha1-embedding-full.json"
 FAST_RETRIES = {"LIGER_WAREHOUSE_BACKOFF_SECONDS": "0.01", "LIGER_WAREHOUSE_TIMEOUT_SECONDS": "2"}
 
 
 def require_mirror() -> Path:
-    if not MIRROR.is_dir():
-        pytest.skip(f"the upstream mirror is absent ({MIRROR}); CI always provides ../shared")
+    """The committed fixture cut; always there."""
     return MIRROR
+
+
+def require_full_mirror() -> Path:
+    """The whole snapshot, for the larger tier: tests of figures only it holds."""
+    if not FULL_MIRROR.is_dir():
+        pytest.skip(f"the whole upstream mirror is absent ({FULL_MIRROR}); CI provides ../shared")
+    return FULL_MIRROR
+
+
+def require_reference() -> dict:
+    """The kernelindex record of ../shared/spec (its digests are not published anywhere else)."""
+    if not REFERENCE.is_file():
+        pytest.skip(f"the reference record is absent ({REFERENCE}); CI provides ../shared")
+    return json.loads(REFERENCE.read_text())
 
 
 @contextmanager
@@ -92,8 +113,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(scope="session")
 def mirror() -> Mirror:
-    """The upstream mirror as tests/expected.py reads it (csv + gzip, nothing from the project)."""
+    """The fixture cut as tests/expected.py reads it (csv + gzip, nothing from the project)."""
     return read_mirror(require_mirror())
+
+
+@pytest.fixture(scope="session")
+def full_mirror() -> Mirror:
+    return read_mirror(require_full_mirror())
 
 
 @pytest.fixture(scope="session")
@@ -103,13 +129,30 @@ def fake_github() -> Iterator[FakeGitHub]:
 
 
 @pytest.fixture(scope="session")
-def mirror_warehouse(tmp_path_factory: pytest.TempPathFactory, fake_github: FakeGitHub) -> Refreshed:
-    """The warehouse built once from the whole mirror over loopback HTTP; tests must not modify it."""
-    built = refresh(tmp_path_factory.mktemp("warehouse"), fake_github)
+def full_fake_github() -> Iterator[FakeGitHub]:
+    with FakeGitHub(require_full_mirror()) as fake:
+        yield fake
+
+
+def reference_warehouse(root: Path, fake: FakeGitHub) -> Refreshed:
+    """A warehouse built from all ``fake`` serves over loopback HTTP, then the outputs job."""
+    built = refresh(root, fake)
     assert built.result.success, "the reference refresh failed"
-    built.outputs = refresh(built.root, fake_github, job="outputs").result
+    built.outputs = refresh(built.root, fake, job="outputs").result
     assert built.outputs.success, "the outputs job after the reference refresh failed"
     return built
+
+
+@pytest.fixture(scope="session")
+def mirror_warehouse(tmp_path_factory: pytest.TempPathFactory, fake_github: FakeGitHub) -> Refreshed:
+    """The warehouse built once from the fixture cut; tests must not modify it."""
+    return reference_warehouse(tmp_path_factory.mktemp("warehouse"), fake_github)
+
+
+@pytest.fixture(scope="session")
+def full_mirror_warehouse(tmp_path_factory: pytest.TempPathFactory, full_fake_github: FakeGitHub) -> Refreshed:
+    """The warehouse built once from the whole snapshot, for the larger tier; tests must not modify it."""
+    return reference_warehouse(tmp_path_factory.mktemp("full-warehouse"), full_fake_github)
 
 
 def series_keys(database: Path) -> dict[str, tuple]:
@@ -130,3 +173,27 @@ def series_keys(database: Path) -> dict[str, tuple]:
 @pytest.fixture(scope="session")
 def warehouse_series(mirror_warehouse: Refreshed) -> dict[str, tuple]:
     return series_keys(mirror_warehouse.database)
+
+
+@pytest.fixture(scope="session")
+def full_warehouse_series(full_mirror_warehouse: Refreshed) -> dict[str, tuple]:
+    return series_keys(full_mirror_warehouse.database)
+
+
+class Tier(NamedTuple):
+    """A reference warehouse with the mirror it was built from, for a test run on either tier."""
+
+    database: Path
+    mirror: Mirror
+    series: dict[str, tuple]
+
+
+def tier(request: pytest.FixtureRequest, name: str) -> Tier:
+    """``"cut"``: the fixture cut's; ``"full"``: the whole snapshot's (skips without ../shared).
+    A test parametrized over both checks the same rule on each, with each one's own figures."""
+    prefix = {"cut": "", "full": "full_"}[name]
+    return Tier(
+        request.getfixturevalue(f"{prefix}mirror_warehouse").database,
+        request.getfixturevalue(f"{prefix}mirror"),
+        request.getfixturevalue(f"{prefix}warehouse_series"),
+    )

@@ -35,16 +35,26 @@ def mirror() -> expected.Mirror:
     return expected.read_mirror(MIRROR)
 
 
-@pytest.fixture
-def cli(mirror_warehouse, monkeypatch):
-    """Invoke the app against the shared warehouse; the env var is restored afterwards."""
-    monkeypatch.setenv("LIGER_WAREHOUSE_DIR", str(mirror_warehouse.root))
+def _invoker(root: Path, monkeypatch: pytest.MonkeyPatch):
+    """Invoke the app against the warehouse at ``root``; the env var is restored afterwards."""
+    monkeypatch.setenv("LIGER_WAREHOUSE_DIR", str(root))
     runner = CliRunner()
 
     def invoke(*args: str, stdin: str | None = None):
         return runner.invoke(app, list(args), input=stdin, catch_exceptions=False)
 
     return invoke
+
+
+@pytest.fixture
+def cli(mirror_warehouse, monkeypatch):
+    return _invoker(mirror_warehouse.root, monkeypatch)
+
+
+@pytest.fixture
+def full_cli(full_mirror_warehouse, monkeypatch):
+    """For answers about what only the whole snapshot holds (0.6.3's release run, an H100 NVL)."""
+    return _invoker(full_mirror_warehouse.root, monkeypatch)
 
 
 def test_standalone_duckdb_cli_opens_the_database_and_runs_views(mirror_warehouse, mirror, tmp_path):
@@ -125,14 +135,14 @@ def _key(r: dict) -> tuple:
 
 
 @pytest.mark.parametrize(("threshold", "verdict"), [("5", "regression"), ("10", "improvement")])
-def test_regressions_csv(cli, mirror_warehouse, threshold, verdict):
-    done = cli("regressions", "--base", "0.6.3", "--head", "0.7.0", "--gpu", "H100",
-               "--threshold", threshold, "--verdict", verdict, "--format", "csv")  # fmt: skip
+def test_regressions_csv(full_cli, full_mirror_warehouse, threshold, verdict):
+    done = full_cli("regressions", "--base", "0.6.3", "--head", "0.7.0", "--gpu", "H100",
+                    "--threshold", threshold, "--verdict", verdict, "--format", "csv")  # fmt: skip
     assert done.exit_code == 0, done.stderr
     assert f"GPUs matched: {', '.join(H100_FAMILY)}" in done.stderr
     rows = list(csv.DictReader(io.StringIO(done.stdout)))
     want = _macro_rows(
-        mirror_warehouse,
+        full_mirror_warehouse,
         "select * from compare_versions('0.6.3', '0.7.0', threshold := ?) where verdict = ? and list_contains(?, gpu)",
         [float(threshold) / 100, verdict, H100_FAMILY],
     )
@@ -140,12 +150,12 @@ def test_regressions_csv(cli, mirror_warehouse, threshold, verdict):
     assert {r["verdict"] for r in rows} == {verdict}
 
 
-def test_regressions_json_for_one_kernel(cli, mirror_warehouse):
-    done = cli("regressions", "--base", "v0.6.3", "--head", "0.7.0", "--kernel", "rms_norm", "--format", "json")
+def test_regressions_json_for_one_kernel(full_cli, full_mirror_warehouse):
+    done = full_cli("regressions", "--base", "v0.6.3", "--head", "0.7.0", "--kernel", "rms_norm", "--format", "json")
     assert done.exit_code == 0
     records = json.loads(done.stdout)
     want = _macro_rows(
-        mirror_warehouse,
+        full_mirror_warehouse,
         "select * from compare_versions('0.6.3', '0.7.0') where verdict = 'regression' and kernel = 'rms_norm'",
         [],
     )
@@ -166,8 +176,8 @@ def test_regressions_between_two_runs(cli, mirror_warehouse):
     assert {(r["base"], r["head"]) for r in records} == {("7644a0f-v0.7.0", "7644a0f")}
 
 
-def test_regressions_table_is_readable(cli):
-    done = cli(
+def test_regressions_table_is_readable(full_cli):
+    done = full_cli(
         "regressions", "--base", "0.6.3", "--head", "0.7.0", "--gpu", "sm_90", "--kernel", "tvd", "--verdict", "all"
     )
     assert done.exit_code == 0
@@ -177,14 +187,15 @@ def test_regressions_table_is_readable(cli):
     assert "0.8555 ms" in done.stdout and "+3.6%" in done.stdout and "±1.7%" in done.stdout  # tvd backward V=4096
 
 
-def test_a_gpu_named_exactly_is_not_its_family(cli):
-    done = cli("regressions", "--base-run", "7644a0f-v0.7.0", "--head-run", "7644a0f", "--gpu", "nvidia h100 nvl",
-               "--verdict", "all", "--format", "csv")  # fmt: skip
+def test_a_gpu_named_exactly_is_not_its_family(full_cli):
+    # NVIDIA H100 NVL is in the whole snapshot's runs of 7644a0f, not in the cut's.
+    done = full_cli("regressions", "--base-run", "7644a0f-v0.7.0", "--head-run", "7644a0f",
+                    "--gpu", "nvidia h100 nvl", "--verdict", "all", "--format", "csv")  # fmt: skip
     assert done.exit_code == 0
     said = " ".join(done.stderr.split())  # rich wraps at the terminal width
     assert "no series has a result in both 7644a0f-v0.7.0 and 7644a0f on nvidia h100 nvl (NVIDIA H100 NVL)" in said
-    family = cli("regressions", "--base-run", "7644a0f-v0.7.0", "--head-run", "7644a0f", "--gpu", "H100",
-                 "--verdict", "all", "--format", "csv")  # fmt: skip
+    family = full_cli("regressions", "--base-run", "7644a0f-v0.7.0", "--head-run", "7644a0f", "--gpu", "H100",
+                      "--verdict", "all", "--format", "csv")  # fmt: skip
     assert family.stdout.count("\n") == 2484 + 1
 
 
@@ -213,8 +224,8 @@ def test_unknown_values_list_what_exists(cli, args, listed):
     assert done.stdout == ""
 
 
-def test_a_gpu_without_results_in_both_versions(cli):
-    done = cli("regressions", "--base", "0.6.3", "--head", "0.7.0", "--gpu", "B200", "--format", "csv")
+def test_a_gpu_without_results_in_both_versions(full_cli):
+    done = full_cli("regressions", "--base", "0.6.3", "--head", "0.7.0", "--gpu", "B200", "--format", "csv")
     assert done.exit_code == 0
     assert "no series has a result in both 0.6.3 and 0.7.0 on B200 (NVIDIA B200)" in done.stderr
     assert done.stdout.count("\n") == 1  # the header only

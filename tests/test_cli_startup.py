@@ -66,7 +66,7 @@ def test_regressions_imports_only_duckdb(mirror_warehouse: Refreshed, home: Path
 
 
 def test_export_imports_no_refresh_stack(mirror_warehouse: Refreshed, home: Path, tmp_path: Path) -> None:
-    args = ["export", "liger-csv", "-w", str(mirror_warehouse.root), "--run", "0a62700-v0.6.4"]
+    args = ["export", "liger-csv", "-w", str(mirror_warehouse.root), "--run", "81f932a-v0.6.5"]
     modules = imported([*args, "--out", str(tmp_path / "run.csv")], home)
     assert modules & (REFRESH_STACK | REPORT_STACK) == set()
 

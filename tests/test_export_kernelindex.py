@@ -18,7 +18,7 @@ from liger_warehouse.cli import app
 from liger_warehouse.export.record_schema import schema, validate_record
 from liger_warehouse.store.generations import GenerationStore
 from liger_warehouse.store.storage import Storage
-from tests.conftest import REFERENCE, env
+from tests.conftest import env, require_reference
 from tests.plain_duckdb import open_views
 
 DIGEST_FIELDS = ("protocolDigest", "workloadDigest", "environmentDigest", "implementationDigest")
@@ -79,7 +79,7 @@ def test_the_asset_exported_one_record_per_result(mirror_warehouse, records):
 
 
 def test_reference_row_record_equals_the_reference_but_for_digest_values(mirror_warehouse, records):
-    reference = json.loads(REFERENCE.read_text())
+    reference = require_reference()
     native = reference["run"]["spec"]["sourceNative"]
     found = [r for r in records if r["run"]["spec"]["sourceNative"]["externalId"] == native["externalId"]]
     # The row may sit in more than one source (a main path and a run): then its records are equal.

@@ -1,4 +1,5 @@
-"""Tests of the fake GitHub itself, against the shared upstream mirror."""
+"""Tests of the fake GitHub itself, against the fixture cut of the upstream mirror; paging, which
+needs more commits than the cut keeps, against the whole snapshot (the larger tier)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.conftest import MIRROR, require_full_mirror
 from tests.fake_github import (
     LOOP_PARAM,
     FakeGitHub,
@@ -29,13 +31,6 @@ from tests.fake_github import (
     wrong_length,
 )
 
-MIRROR = Path(__file__).resolve().parents[2] / "shared" / "upstream" / "liger-kernel"
-
-pytestmark = pytest.mark.skipif(
-    not MIRROR.is_dir(),
-    reason=f"upstream mirror not found at {MIRROR} (../shared beside the checkout)",
-)
-
 STEM = "all_benchmark_data"
 CSV_PATH = f"benchmark/data/{STEM}.csv"
 
@@ -47,13 +42,19 @@ def gh() -> Iterator[FakeGitHub]:
 
 
 @pytest.fixture
+def full_gh() -> Iterator[FakeGitHub]:
+    with FakeGitHub(require_full_mirror()) as fake:
+        yield fake
+
+
+@pytest.fixture
 def client() -> Iterator[httpx.Client]:
     with httpx.Client(timeout=5) as c:
         yield c
 
 
-def mirror_commits(stem: str = STEM) -> list[dict]:
-    return json.loads((MIRROR / "commits" / f"{stem}.json").read_text())
+def mirror_commits(stem: str = STEM, mirror: Path = MIRROR) -> list[dict]:
+    return json.loads((mirror / "commits" / f"{stem}.json").read_text())
 
 
 def first_sha(stem: str = STEM) -> str:
@@ -77,8 +78,9 @@ def raw_get(gh: FakeGitHub, target: str) -> bytes:
 # ------------------------------------------------------------------------------- API
 
 
-def test_pagination_walks_every_commit_via_link_next(gh: FakeGitHub, client: httpx.Client) -> None:
-    expected = mirror_commits()
+def test_pagination_walks_every_commit_via_link_next(full_gh: FakeGitHub, client: httpx.Client) -> None:
+    gh = full_gh
+    expected = mirror_commits(mirror=gh.mirror_dir)
     assert len(expected) > 20  # the walk below must really span several pages
     url: str | None = gh.commits_url()
     params: dict[str, str | int] | None = {"path": CSV_PATH, "per_page": 10}
@@ -104,8 +106,9 @@ def test_pagination_walks_every_commit_via_link_next(gh: FakeGitHub, client: htt
     assert rel_sets[-1] == {"prev", "first"}
 
 
-def test_per_page_default_clamp_and_edges(gh: FakeGitHub, client: httpx.Client) -> None:
-    expected = mirror_commits()
+def test_per_page_default_clamp_and_edges(full_gh: FakeGitHub, client: httpx.Client) -> None:
+    gh = full_gh
+    expected = mirror_commits(mirror=gh.mirror_dir)
     r = client.get(gh.commits_url(), params={"path": CSV_PATH})
     assert r.json() == expected[:30]
     assert r.links["last"]["url"].endswith("page=2")
@@ -121,8 +124,9 @@ def test_per_page_default_clamp_and_edges(gh: FakeGitHub, client: httpx.Client) 
 
 
 def test_per_page_max_and_since_until(client: httpx.Client) -> None:
-    expected = mirror_commits()
-    with FakeGitHub(MIRROR, per_page_max=5) as gh:
+    mirror = require_full_mirror()  # more than 5 commits, so the clamp shows
+    expected = mirror_commits(mirror=mirror)
+    with FakeGitHub(mirror, per_page_max=5) as gh:
         r = client.get(gh.commits_url(), params={"path": CSV_PATH, "per_page": 100})
         assert r.json() == expected[:5]
         cut = expected[3]["commit"]["committer"]["date"]

@@ -25,7 +25,7 @@ from liger_warehouse.store.generations import GenerationStore
 from liger_warehouse.store.storage import Storage
 from pipelines.defs.schedules import LAUNCHED_BY
 from pipelines.defs.warehouse.checks import SPECS as AUDITS
-from tests.conftest import REFERENCE, env, refresh
+from tests.conftest import env, refresh, require_reference
 from tests.plain_duckdb import open_views
 from tests.reliability.published import dagster_home
 from tests.test_export_kernelindex import export_path
@@ -94,7 +94,7 @@ def test_round_trip_gives_the_same_results_and_digests(mirror_warehouse, copy_of
 def _mixed_file(mirror_warehouse, path: Path) -> bytes:
     """Good records, a foreign one (the reference), and three bad ones, with odd line breaks."""
     good = export_path(mirror_warehouse.root).read_bytes().splitlines()[:2]
-    reference = json.loads(REFERENCE.read_text())
+    reference = require_reference()
     wrong_api = json.loads(good[0])
     wrong_api["run"]["apiVersion"] = "kernelindex.dev/v2"
     wrong_median = json.loads(good[1])
@@ -146,7 +146,7 @@ def test_bad_records_are_quarantined_and_the_import_rebuilds_exactly(mirror_ware
 
 def test_a_foreign_record_gets_digests_of_what_it_says(mirror_warehouse, copy_of, tmp_path):
     file = tmp_path / "reference.ndjson"
-    reference = json.loads(REFERENCE.read_text())
+    reference = require_reference()
     file.write_text(json.dumps(reference) + "\n")
     result = _cli("import", "kernelindex", str(file), "-w", str(copy_of))
     assert result.exit_code == 0, result.output

@@ -8,7 +8,6 @@ import gzip
 import json
 from datetime import UTC, datetime, timedelta, timezone
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,10 +19,8 @@ from liger_warehouse.export.kernelindex import (
     validate_record,
 )
 from liger_warehouse.model.workload import parse_config
+from tests.conftest import MIRROR, require_reference
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-MIRROR = SHARED / "upstream" / "liger-kernel"
-REFERENCE = SHARED / "spec" / "kernelindex-v1alpha1-embedding-full.json"
 DIGESTS = {
     "protocol_digest": "sha256:" + "a" * 64,
     "workload_digest": "sha256:" + "b" * 64,
@@ -45,17 +42,9 @@ REFERENCE_KEY = {
 REFERENCE_CONFIG = {"B": 32, "T": 512, "D": 768, "dtype": "torch.float32"}
 
 
-def _reference() -> dict[str, Any]:
-    if not REFERENCE.is_file():
-        pytest.skip(f"reference record not found at {REFERENCE} (expected ../shared beside the repo)")
-    return json.loads(REFERENCE.read_text())
-
-
 @cache
 def _mirror_rows() -> tuple[dict[str, str], ...]:
-    """Distinct upstream rows of every CSV in the mirror."""
-    if not MIRROR.is_dir():
-        pytest.skip(f"upstream mirror not found at {MIRROR} (expected ../shared beside the repo)")
+    """Distinct upstream rows of every CSV in the fixture cut."""
     seen: dict[tuple, dict[str, str]] = {}
     for path in sorted(MIRROR.glob("**/*.csv.gz")):
         with gzip.open(path, "rt", newline="") as handle:
@@ -129,7 +118,7 @@ def _sample_result(**changes: Any) -> dict[str, Any]:
 
 
 def test_reference_record_is_reproduced_from_the_mirror_row() -> None:
-    reference = _reference()
+    reference = require_reference()
     row = _reference_row()
     assert row["metric_unit"] == "ms"
     record = kernelindex_record(_result(row))
@@ -141,17 +130,17 @@ def test_reference_record_is_reproduced_from_the_mirror_row() -> None:
 
 
 def test_reference_validates() -> None:
-    assert validate_record(_reference()) == []
+    assert validate_record(require_reference()) == []
 
 
 def test_reference_reads_back() -> None:
-    result = result_from_kernelindex(_reference())
+    result = result_from_kernelindex(require_reference())
     assert result["kernel"] == "embedding" and result["operation_mode"] == "full"
     assert result["gpu_name"] == "NVIDIA A100-SXM4-80GB"
     assert result["p50"] == 1.4482879638671875
     assert result["observed_at"] == datetime(2024, 9, 3, 15, 32, 5)
     assert result["config"]["vocab"] == 131072
-    assert kernelindex_record(result) == _reference()
+    assert kernelindex_record(result) == require_reference()
 
 
 @pytest.mark.parametrize(

@@ -23,7 +23,7 @@ from liger_warehouse.store.raw import RawStore
 from liger_warehouse.store.storage import Storage
 from liger_warehouse.upstream.fetch import fetch_revisions
 from liger_warehouse.upstream.open import UpstreamSettings, open_upstream
-from tests.conftest import MIRROR, env, require_mirror
+from tests.conftest import MIRROR, env, require_full_mirror, require_mirror
 
 MAIN_CSV = "benchmark/data/all_benchmark_data.csv"
 
@@ -44,26 +44,45 @@ def no_raw(mirror_warehouse, tmp_path_factory) -> Path:
     return _without_raw(mirror_warehouse.root, tmp_path_factory.mktemp("no-raw") / "warehouse")
 
 
+@pytest.fixture(scope="module")
+def full_no_raw(full_mirror_warehouse, tmp_path_factory) -> Path:
+    """The same of the warehouse of the whole snapshot (the larger tier)."""
+    return _without_raw(full_mirror_warehouse.root, tmp_path_factory.mktemp("full-no-raw") / "warehouse")
+
+
 def _export(root: Path, out: Path, *args: str):
     with env(LIGER_WAREHOUSE_DIR=None):
         return CliRunner().invoke(app, ["export", "liger-csv", "-w", str(root), "--out", str(out), *args])
 
 
-def test_every_revision_and_run_is_byte_identical(no_raw):
+def _rebuilt_and_expected(mirror: Path, root: Path) -> tuple[dict, dict]:
+    """Each file of ``mirror`` -> the SHA-256 of its rebuild from ``root``'s tables, and of the file."""
     expected = {}
-    for gz in MIRROR.glob("raw/*/benchmark/data/*.csv.gz"):
-        sha, path = gz.relative_to(MIRROR).parts[1], str(Path(*gz.relative_to(MIRROR).parts[2:]))[:-3]
+    for gz in mirror.glob("raw/*/benchmark/data/*.csv.gz"):
+        sha, path = gz.relative_to(mirror).parts[1], str(Path(*gz.relative_to(mirror).parts[2:]))[:-3]
         expected[("path", path, sha)] = _sha(gzip.decompress(gz.read_bytes()))
-    for gz in MIRROR.glob("gh-pages/benchmarks/*/benchmark.csv.gz"):
+    for gz in mirror.glob("gh-pages/benchmarks/*/benchmark.csv.gz"):
         expected[("run", gz.parent.name, None)] = _sha(gzip.decompress(gz.read_bytes()))
-    gens = GenerationStore(Storage(no_raw))
+    gens = GenerationStore(Storage(root))
     con = connect(gens, gens.current())
     got = {}
     for kind, name, sha in expected:
         revision = liger_csv.find_run(con, name) if kind == "run" else liger_csv.find_revision(con, name, sha)
         got[(kind, name, sha)] = _sha(liger_csv.rebuild(con, revision))
+    return got, expected
+
+
+def test_every_revision_and_run_is_byte_identical(no_raw):
+    got, expected = _rebuilt_and_expected(MIRROR, no_raw)
     assert got == expected
-    assert len(expected) == len(list(MIRROR.glob("**/*.csv.gz"))) > 60
+    assert len(expected) == len(list(MIRROR.glob("**/*.csv.gz")))
+
+
+def test_every_revision_and_run_of_the_whole_snapshot_is_byte_identical(full_no_raw):
+    mirror = require_full_mirror()
+    got, expected = _rebuilt_and_expected(mirror, full_no_raw)
+    assert got == expected
+    assert len(expected) == len(list(mirror.glob("**/*.csv.gz"))) > 60
 
 
 def test_cli_writes_a_revision_and_a_run(no_raw, tmp_path):

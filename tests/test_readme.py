@@ -1,6 +1,7 @@
 """The README's worked examples are this warehouse's answers on the upstream snapshot in
 ../shared: every example query prints what the README shows, the command-line example too, and
-every figure its prose quotes is recounted. An example cannot drift from the code silently."""
+every figure its prose quotes is recounted. An example cannot drift from the code silently.
+They quote the whole snapshot, so they form the larger tier (``full_mirror_warehouse``)."""
 
 from __future__ import annotations
 
@@ -34,27 +35,27 @@ def _lines(text: str) -> list[str]:
 
 
 @pytest.mark.parametrize(("sql", "shown"), _examples(), ids=[f"example-{i}" for i, _ in enumerate(_examples(), 1)])
-def test_every_example_query_prints_what_the_readme_shows(mirror_warehouse, sql: str, shown: str):
-    root = mirror_warehouse.root
+def test_every_example_query_prints_what_the_readme_shows(full_mirror_warehouse, sql: str, shown: str):
+    root = full_mirror_warehouse.root
     done = subprocess.run(
-        [duckdb_cli(), "-readonly", "-cmd", f"set file_search_path = '{root}'", str(mirror_warehouse.database)],
+        [duckdb_cli(), "-readonly", "-cmd", f"set file_search_path = '{root}'", str(full_mirror_warehouse.database)],
         input=sql, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert _lines(done.stdout) == _lines(shown)
 
 
-def test_the_command_line_example_prints_what_the_readme_shows(mirror_warehouse, monkeypatch):
+def test_the_command_line_example_prints_what_the_readme_shows(full_mirror_warehouse, monkeypatch):
     (example,) = COMMAND.finditer(README.read_text())
-    monkeypatch.setenv("LIGER_WAREHOUSE_DIR", str(mirror_warehouse.root))
+    monkeypatch.setenv("LIGER_WAREHOUSE_DIR", str(full_mirror_warehouse.root))
     done = CliRunner().invoke(app, shlex.split(example["args"]))
     assert done.exit_code == 0, done.output
     assert _lines(done.stdout) == _lines(example["out"])
 
 
-def test_the_figures_in_the_prose(mirror_warehouse):
+def test_the_figures_in_the_prose(full_mirror_warehouse):
     text = " ".join(README.read_text().split())
-    with open_views(mirror_warehouse.database) as con:
+    with open_views(full_mirror_warehouse.database) as con:
         # The snapshot the examples describe.
         runs, newest = con.execute(
             "select count(*), arg_max(run, seq) from dim_upstream_revision where source = 'gh-pages'"

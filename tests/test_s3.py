@@ -31,7 +31,7 @@ from liger_warehouse.model.tables import SCHEMAS
 from liger_warehouse.serve.database import DATABASE, connect, fetch_database, open_duckdb
 from liger_warehouse.store.generations import GenerationStore
 from liger_warehouse.store.storage import Storage, WriteConflict
-from tests.conftest import Refreshed, env, refresh, require_mirror
+from tests.conftest import Refreshed, env, refresh
 from tests.fake_github import FakeGitHub
 from tests.plain_duckdb import open_views
 from tests.reliability.published import cli_env, cli_refresh, cli_script, dagster_home, step_failures
@@ -202,7 +202,6 @@ def _generation_in_views(root: str) -> str:
 def killed(s3, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[dict[str, Killed], FakeGitHub]]:
     """Per failpoint: a small S3 warehouse published from BEFORE, then a CLI refresh against
     AFTER killed at that point."""
-    require_mirror()
     tmp = tmp_path_factory.mktemp("s3-crash")
     before_mirror = make_mirror(tmp / "before", BEFORE)
     with FakeGitHub(make_mirror(tmp / "after", AFTER)) as after:
@@ -308,7 +307,6 @@ def test_two_hosts_refreshing_one_root_never_both_publish(s3, tmp_path, first_pu
     """Host B passes its parent check, then stops before its PUT of CURRENT; host A refreshes
     and publishes; B's conditional PUT (If-None-Match: * on an empty root, else If-Match the
     ETag it checked) is refused. The host locks cannot help: they are in separate TMPDIRs."""
-    require_mirror()
     root = f"s3://{BUCKET}/two-hosts-{'first' if first_publish else 'next'}"
     before = None
     if not first_publish:
@@ -409,7 +407,6 @@ class _DropConditions(BaseHTTPRequestHandler):
 
 
 def test_a_store_that_ignores_conditional_writes_is_refused_before_publishing(s3, tmp_path):
-    require_mirror()
     target = s3["LIGER_WAREHOUSE_S3_ENDPOINT"].removeprefix("http://").split(":")
     handler = type("Handler", (_DropConditions,), {"upstream": (target[0], int(target[1]))})
     proxy = ThreadingHTTPServer(("127.0.0.1", 0), handler)

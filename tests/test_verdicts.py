@@ -16,7 +16,7 @@ import pytest
 
 from tests import expected
 from tests import expected_verdicts as ev
-from tests.conftest import refresh, series_keys
+from tests.conftest import refresh, series_keys, tier
 from tests.plain_duckdb import open_views
 from tests.tiny_mirror import row, write_mirror
 
@@ -209,11 +209,17 @@ def db(mirror_warehouse) -> Path:
     return mirror_warehouse.database
 
 
-RUN_PAIRS = [("7644a0f-v0.7.0", "7644a0f"), ("0a62700-v0.6.4", "0a62700"), ("previous", "latest")]
+# (tier, base, head): 0a62700's two runs are in the whole snapshot only (tests/conftest.py, `tier`).
+RUN_PAIRS = [
+    *[("cut", base, head) for base, head in [("7644a0f-v0.7.0", "7644a0f"), ("previous", "latest")]],
+    *[("full", base, head) for base, head in [("7644a0f-v0.7.0", "7644a0f"), ("0a62700-v0.6.4", "0a62700")]],
+    ("full", "previous", "latest"),
+]
 
 
-@pytest.mark.parametrize(("base", "head"), RUN_PAIRS)
-def test_compare_runs_follows_the_rule(db, mirror, warehouse_series, base, head):
+@pytest.mark.parametrize(("tier_name", "base", "head"), RUN_PAIRS)
+def test_compare_runs_follows_the_rule(request, tier_name, base, head):
+    db, mirror, warehouse_series = tier(request, tier_name)
     got = _comparison(db, warehouse_series, f"select * from compare_runs('{base}', '{head}')")
     recent = ev.compare_recent(mirror, base, head)
     want = {s: comparison_row(j) | recent_evidence(recent[s]) for s, j in ev.compare_runs(mirror, base, head).items()}
@@ -221,9 +227,10 @@ def test_compare_runs_follows_the_rule(db, mirror, warehouse_series, base, head)
     assert_agree(got, want)
 
 
-def test_compare_runs_on_the_base_run_alone(db, mirror, warehouse_series):
+def test_compare_runs_on_the_base_run_alone(full_mirror_warehouse, full_mirror, full_warehouse_series):
     """`recent := false`: the verdict stands on the base run, the recent level is only evidence."""
-    base, head = RUN_PAIRS[1]
+    db, mirror, warehouse_series = full_mirror_warehouse.database, full_mirror, full_warehouse_series
+    base, head = "0a62700-v0.6.4", "0a62700"
     got = _comparison(db, warehouse_series, f"select * from compare_runs('{base}', '{head}', recent := false)")
     recent = ev.compare_recent(mirror, base, head)
     alone = ev.compare_runs(mirror, base, head, recent_level=False)
@@ -234,7 +241,9 @@ def test_compare_runs_on_the_base_run_alone(db, mirror, warehouse_series):
 
 
 @pytest.mark.parametrize("threshold", [0.05, 0.10])
-def test_compare_versions_follows_the_rule(db, mirror, warehouse_series, threshold):
+def test_compare_versions_follows_the_rule(full_mirror_warehouse, full_mirror, full_warehouse_series, threshold):
+    # 0.6.3's release run is in the whole snapshot only.
+    db, mirror, warehouse_series = full_mirror_warehouse.database, full_mirror, full_warehouse_series
     sql = f"select * from compare_versions('0.6.3', '0.7.0', threshold := {threshold})"
     got = _comparison(db, warehouse_series, sql)
     want = {s: comparison_row(j) for s, j in ev.compare_builds(mirror, "0.6.3", "0.7.0", threshold).items()}
@@ -246,16 +255,20 @@ def test_compare_versions_helper_reads_release_spellings(mirror):
     assert ev.compare_versions(mirror, "v0.6.3", "7644a0f-v0.7.0") == ev.compare_versions(mirror, "0.6.3", "0.7.0")
 
 
-def test_series_noise_follows_the_rule(db, mirror, warehouse_series):
+@pytest.mark.parametrize(("tier_name", "count"), [("cut", 5347), ("full", 9927)])
+def test_series_noise_follows_the_rule(request, tier_name, count):
+    db, mirror, warehouse_series = tier(request, tier_name)
     want = _want_series_noise(mirror)
-    assert len(want) == 9927
+    assert len(want) == count
     assert_agree(_series_noise(db, warehouse_series), want)
 
 
-def test_regressions_judge_every_step_between_builds(db, mirror, warehouse_series):
-    """Every one of the 54,422 steps, not a sample: the recomputation takes seconds."""
+@pytest.mark.parametrize(("tier_name", "count"), [("cut", 20406), ("full", 54422)])
+def test_regressions_judge_every_step_between_builds(request, tier_name, count):
+    """Every step (54,422 in the whole snapshot), not a sample: the recomputation takes seconds."""
+    db, mirror, warehouse_series = tier(request, tier_name)
     want = _want_regressions(mirror)
-    assert len(want) == 54422
+    assert len(want) == count
     assert_agree(_regressions(db, warehouse_series), want)
 
 
@@ -271,7 +284,11 @@ def test_build_points_stand_on_the_builds_runs(db, mirror, warehouse_series):
 
 
 def test_builds_in_order_with_their_labels(db, mirror):
-    got, want = _builds(db), _want_builds(mirror)
+    assert _builds(db) == _want_builds(mirror)
+
+
+def test_builds_of_the_whole_snapshot_in_order_with_their_labels(full_mirror_warehouse, full_mirror):
+    got, want = _builds(full_mirror_warehouse.database), _want_builds(full_mirror)
     assert got == want
     labels = [b["build"] for b in got]
     assert labels.index("0.6.4") < labels.index("0.6.4+20251205.3d075fd") < labels.index("0.6.5")
@@ -279,9 +296,11 @@ def test_builds_in_order_with_their_labels(db, mirror):
     assert release == ["0a62700", "0a62700-v0.6.4"], "a release stands on its release run and same-commit runs"
 
 
-def test_speedup_winners_follow_the_pairings_noise(db, mirror):
+@pytest.mark.parametrize(("tier_name", "count"), [("cut", 17040), ("full", 39989)])
+def test_speedup_winners_follow_the_pairings_noise(request, tier_name, count):
+    db, mirror, _ = tier(request, tier_name)
     want = _want_speedups(mirror)
-    assert len(want) == 39989
+    assert len(want) == count
     assert_agree(_speedups(db), want)
 
 

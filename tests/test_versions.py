@@ -5,27 +5,18 @@ from __future__ import annotations
 import csv
 import gzip
 from functools import cache
-from pathlib import Path
 
 import pytest
 from packaging.version import Version
 
 from liger_warehouse.model.versions import is_valid_run_name, parse_version, split_run_name, version_sort_key
-
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-MIRROR = SHARED / "upstream" / "liger-kernel"
-
-
-def _mirror() -> Path:
-    if not MIRROR.is_dir():
-        pytest.skip(f"upstream mirror not found at {MIRROR} (expected ../shared beside the repo)")
-    return MIRROR
+from tests.conftest import MIRROR, require_full_mirror
 
 
 @cache
 def _mirror_versions() -> frozenset[str]:
     versions = set()
-    for path in sorted(_mirror().glob("**/*.csv.gz")):
+    for path in sorted(MIRROR.glob("**/*.csv.gz")):
         with gzip.open(path, "rt", newline="") as handle:
             versions.update(row["liger_version"] for row in csv.DictReader(handle))
     return frozenset(versions)
@@ -119,7 +110,8 @@ def test_invalid_run_names_are_rejected(run: str) -> None:
 
 
 def test_every_mirror_run_name_is_valid() -> None:
-    lines = (_mirror() / "gh-pages" / "benchmarks" / "commits.txt").read_text().split()
+    # The releases named below are the whole snapshot's; the fixture cut holds two of them.
+    lines = (require_full_mirror() / "gh-pages" / "benchmarks" / "commits.txt").read_text().split()
     assert lines
     for run in lines:
         commit, version = split_run_name(run)

@@ -17,12 +17,19 @@ from packaging.version import Version
 
 from tests import expected
 from tests import expected_verdicts as ev
-from tests.conftest import refresh
+from tests.conftest import refresh, tier
 from tests.plain_duckdb import open_views
 from tests.tiny_mirror import row, write_mirror
 
-# main-branch rows against a release run; release runs; a release against its own nightly
-PAIRS = [("0.5.10", "0.6.3"), ("0.6.3", "0.7.0"), ("0.6.4", "0.6.5"), ("0.6.4", "0.6.4+20260130.7656bcb")]
+# main-branch rows against a release run; release runs; a release against its own nightly. On the
+# fixture cut and on the whole snapshot, whose releases differ (tests/conftest.py, `tier`).
+PAIRS = [
+    *[("cut", b, h) for b, h in [("0.5.10", "0.6.5"), ("0.6.5", "0.7.0"), ("0.6.5", "0.6.5+20260206.1fdb668")]],
+    *[("full", b, h) for b, h in [("0.5.10", "0.6.3"), ("0.6.3", "0.7.0"), ("0.6.4", "0.6.5")]],
+    ("full", "0.6.4", "0.6.4+20260130.7656bcb"),
+]
+# Two releases with release runs, on each tier.
+RELEASES = {"cut": ("0.6.5", "0.7.0"), "full": ("0.6.3", "0.7.0")}
 
 
 def _query(db: Path, sql: str, params: object = None) -> list[tuple]:
@@ -62,32 +69,48 @@ def test_restatements_name_the_revision_and_the_replacement(db, mirror):
     assert any(p50 is not None for _, p50 in want.values()), "the mirror has replaced rows"
 
 
-@pytest.mark.parametrize(("base", "head"), PAIRS)
-def test_compare_versions_returns_every_series_in_both(db, mirror, warehouse_series, base, head):
+@pytest.mark.parametrize(("tier_name", "base", "head"), PAIRS)
+def test_compare_versions_returns_every_series_in_both(request, tier_name, base, head):
+    db, mirror, warehouse_series = tier(request, tier_name)
     got = _compared(db, warehouse_series, "select * from compare_versions($1, $2)", [base, head])
     want = ev.compare_versions(mirror, base, head)
     assert len(want) > 100
     assert got == want
 
 
-def test_threshold_as_argument_and_as_session_variable(db, mirror, warehouse_series):
-    want = ev.compare_versions(mirror, "0.6.3", "0.7.0", threshold=0.10)
-    assert want != ev.compare_versions(mirror, "0.6.3", "0.7.0")
-    as_argument = "select * from compare_versions('0.6.3', '0.7.0', threshold := 0.10)"
+@pytest.mark.parametrize("tier_name", RELEASES)
+def test_threshold_as_argument_and_as_session_variable(request, tier_name):
+    db, mirror, warehouse_series = tier(request, tier_name)
+    base, head = RELEASES[tier_name]
+    want = ev.compare_versions(mirror, base, head, threshold=0.10)
+    assert want != ev.compare_versions(mirror, base, head)
+    as_argument = f"select * from compare_versions('{base}', '{head}', threshold := 0.10)"
     assert _compared(db, warehouse_series, as_argument) == want
     with open_views(db) as con:
         con.execute("set variable regression_threshold = 0.10")
-        rows = con.execute("select series_digest, base_p50, head_p50, verdict from compare_versions('0.6.3', '0.7.0')")
+        rows = con.execute(
+            f"select series_digest, base_p50, head_p50, verdict from compare_versions('{base}', '{head}')"
+        )
         assert {warehouse_series[d]: (b, h, v) for d, b, h, v in rows.fetchall()} == want
         assert con.execute("select distinct threshold from regressions").fetchall() == [(0.10,)]
 
 
-def test_version_spellings_and_release_run_names(db):
-    plain = _query(db, "select * from compare_versions('0.6.3', '0.7.0') order by series_digest")
-    spelled = _query(db, "select * from compare_versions('v0.6.3', '7644a0f-v0.7.0') order by series_digest")
+@pytest.mark.parametrize(
+    ("tier_name", "release", "runs", "builds"),
+    [
+        ("cut", "81f932a-v0.6.5", ("7656bcb", "1fdb668"), ("0.6.4+20260130.7656bcb", "0.6.5+20260206.1fdb668")),
+        ("full", "d5648bf-v0.6.3", ("0a62700", "7656bcb"), ("0.6.4", "0.6.4+20260130.7656bcb")),
+    ],
+)
+def test_version_spellings_and_release_run_names(request, tier_name, release, runs, builds):
+    db = tier(request, tier_name).database
+    base, head = RELEASES[tier_name]
+    plain = _query(db, f"select * from compare_versions('{base}', '{head}') order by series_digest")
+    spelled = _query(db, f"select * from compare_versions('v{base}', '7644a0f-v{head}') order by series_digest")
     assert plain == spelled
-    by_run = _query(db, "select distinct base_version, head_version from compare_versions('0a62700', '7656bcb')")
-    assert by_run == [("0.6.4", "0.6.4+20260130.7656bcb")], "a run names its build"
+    assert plain == _query(db, f"select * from compare_versions('{release}', '{head}') order by series_digest")
+    by_run = _query(db, "select distinct base_version, head_version from compare_versions($1, $2)", list(runs))
+    assert by_run == [builds], "a run names its build"
 
 
 def _error(db: Path, sql: str) -> str:
@@ -153,13 +176,19 @@ def _hand_checked(db: Path, series: tuple, columns: str) -> list[tuple]:
     )
 
 
+@pytest.fixture(scope="module")
+def full_db(full_mirror_warehouse) -> Path:
+    """The hand-checked figures are the whole snapshot's (0.6.3's release run is not in the cut)."""
+    return full_mirror_warehouse.database
+
+
 @pytest.mark.parametrize(("series", "base_p50", "head_p50", "verdict"), HAND_CHECKED)
-def test_hand_checked_verdicts(db, series, base_p50, head_p50, verdict):
-    rows = _hand_checked(db, series, "base_p50, head_p50, verdict, base_sources, head_sources")
+def test_hand_checked_verdicts(full_db, series, base_p50, head_p50, verdict):
+    rows = _hand_checked(full_db, series, "base_p50, head_p50, verdict, base_sources, head_sources")
     assert rows == [(base_p50, head_p50, verdict, ["d5648bf-v0.6.3"], ["7644a0f", "7644a0f-v0.7.0"])]
 
 
-def test_kernel_drift_explains_a_memory_change(db):
+def test_kernel_drift_explains_a_memory_change(full_db):
     """Liger distill_jsd_loss memory at BT=1024 grew 14.0%; torch's memory in the same benchmark
     grew 14.9%, 18.1%, 20.2% and 21.5% over BT=1024..8192. The median of those (the mean of the
     middle two logs) is what the kernel's baselines share; Liger's own change is what is left."""
@@ -168,7 +197,7 @@ def test_kernel_drift_explains_a_memory_change(db):
     kernel_drift = math.sqrt(sorted(torch)[1] * sorted(torch)[2])  # 1.1914
     liger = 6102.0341796875 / 5350.53955078125
     series = ("distill_jsd_loss", "full", "liger", "memory", "1024", None)
-    [(change, drift, adjusted)] = _hand_checked(db, series, "change, drift, adjusted_change")
+    [(change, drift, adjusted)] = _hand_checked(full_db, series, "change, drift, adjusted_change")
     assert change == pytest.approx(liger - 1, rel=1e-9)
     assert drift == pytest.approx(kernel_drift - 1, rel=1e-9)
     assert adjusted == pytest.approx(liger / kernel_drift - 1, rel=1e-9)  # -4.3%

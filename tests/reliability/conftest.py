@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import FAST_RETRIES, refresh, require_mirror
+from tests.conftest import FAST_RETRIES, refresh
 from tests.fake_github import FakeGitHub
 from tests.reliability.published import contents
 from tests.reliability.upstreams import AFTER, BEFORE, make_mirror
@@ -40,13 +40,11 @@ def copy_warehouse(src: Path, dst: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def before_mirror(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    require_mirror()
     return make_mirror(tmp_path_factory.mktemp("upstream") / "before", BEFORE)
 
 
 @pytest.fixture(scope="session")
 def after_mirror(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    require_mirror()
     return make_mirror(tmp_path_factory.mktemp("upstream") / "after", AFTER)
 
 

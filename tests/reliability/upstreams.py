@@ -1,4 +1,5 @@
-"""Small upstream mirrors cut from the shared one, so refreshes in these tests take a second.
+"""Small upstream mirrors cut from the oldest revisions (the committed tests/fixtures/liger-kernel-oldest,
+a few kilobytes each), so refreshes in these tests take a second.
 
 A mirror here has the layout of ``shared/upstream/liger-kernel`` (see ``shared/README.md``), so
 both the mirror reader and ``FakeGitHub`` serve it. Helpers add, drop and replace revisions the
@@ -14,12 +15,13 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.conftest import MIRROR
+from tests.conftest import TESTS
 
 DATA = "all_benchmark_data"
 CUTEDSL = "all_benchmark_data_cutedsl"
 CUTILE = "all_benchmark_data_cutile"
 RUNS = Path("gh-pages") / "benchmarks"
+OLDEST = TESTS / "fixtures" / "liger-kernel-oldest"
 
 
 @dataclass(frozen=True)
@@ -40,7 +42,7 @@ def make_mirror(dst: Path, shape: Shape) -> Path:
     """A writable mirror at ``dst`` holding only what ``shape`` keeps."""
     (dst / "commits").mkdir(parents=True)
     for stem in (DATA, CUTEDSL, CUTILE):
-        commits = json.loads((MIRROR / "commits" / f"{stem}.json").read_text())
+        commits = json.loads((OLDEST / "commits" / f"{stem}.json").read_text())
         keep = commits[len(commits) - shape.main.get(stem, 0) :] if shape.main.get(stem) else []
         (dst / "commits" / f"{stem}.json").write_text(json.dumps(keep))
         for commit in keep:
@@ -64,7 +66,7 @@ def copy_mirror(src: Path, dst: Path) -> Path:
 def _copy(rel: str, dst: Path) -> None:
     target = dst / rel
     target.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(MIRROR / rel, target)
+    shutil.copyfile(OLDEST / rel, target)
 
 
 def run_file(mirror: Path, run: str) -> Path:
