@@ -250,7 +250,7 @@ def query_rows(views: dict | None) -> tuple[list[str], list[dict]]:
 
 
 def query_section(results: dict) -> str:
-    """The section "Queries at N results" of docs/PERFORMANCE.md: machine, command, both tables
+    """The section "Queries at N results" of docs/BENCHMARK-OUTPUT.md: machine, command, both tables
     and the two targets."""
     lines, targets = query_rows(results)
     out = [f"## Queries at {_n(results.get('results', 0))} results, warm connection", ""]

@@ -1,7 +1,7 @@
-"""Run the benchmark suite of issue 5 and write its results into ``docs/PERFORMANCE.md``.
+"""Run the benchmark suite of issue 5 and write its results into ``docs/BENCHMARK-OUTPUT.md``.
 
     python -m benchmarks.run --sizes 1e5,1e6,1e7 --incremental 10,100,1000 --repeats 3 \\
-        --out docs/PERFORMANCE.md
+        --out docs/BENCHMARK-OUTPUT.md
 
 Scenarios, each against synthetic mirrors (``benchmarks.synthetic``) of nightly runs of
 ``--rows-per-revision`` rows:

@@ -18,7 +18,7 @@ and an editable one on its first run: an environment that sets ``PYTHONDONTWRITE
 (containers often do) would otherwise compile them again in every process (the 21 modules
 ``sql`` imports take about 0.02 s to compile; the whole project 0.13 s).
 
-``--write`` rewrites the "startup" section of docs/PERFORMANCE.md.
+``--write`` rewrites the "startup" block of docs/BENCHMARK-OUTPUT.md.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ import pipelines
 from benchmarks.sections import write_section
 from benchmarks.stats import Summary, summarize
 
-PERFORMANCE = Path(__file__).resolve().parent.parent / "docs" / "PERFORMANCE.md"
+OUTPUT = Path(__file__).resolve().parent.parent / "docs" / "BENCHMARK-OUTPUT.md"
 SECTION = "startup"
 DEFAULT_MIRROR = Path(__file__).resolve().parent.parent.parent / "shared" / "upstream" / "liger-kernel"
 # The newest revisions: the 2 newest commits of each CSV and the 2 newest runs.
@@ -182,7 +182,7 @@ def main() -> None:
     parser.add_argument("--work", type=Path, help="scratch directory (default: a new temporary one)")
     parser.add_argument("--runs", type=int, default=7, help="repeats of each reading command and no-change refresh")
     parser.add_argument("--builds", type=int, default=3, help="repeats of the full build and the 8-revision refresh")
-    parser.add_argument("--write", action="store_true", help=f"update docs/{PERFORMANCE.name}")
+    parser.add_argument("--write", action="store_true", help=f"update docs/{OUTPUT.name}")
     args = parser.parse_args()
     load = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="liger-startup-") as scratch:
@@ -191,7 +191,7 @@ def main() -> None:
     text = section(figures, newest, args, load)
     print(text)
     if args.write:
-        write_section(PERFORMANCE, SECTION, text)
+        write_section(OUTPUT, SECTION, text)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ is not what is measured), ``--runs`` times in two ways: on a fresh read-only con
 time, which is what one ``liger-warehouse sql`` call or one DuckDB CLI session pays, and on one
 open connection after a warm-up run, which is what a notebook session pays. The median and
 the spread (fastest-slowest) go to stdout and, with ``--write``, replace the section "View
-latencies on the real history" of docs/PERFORMANCE.md, between its own markers, leaving every
+latencies on the real history" of docs/BENCHMARK-OUTPUT.md, between its own markers, leaving every
 other section of that file alone. (``benchmarks/views.py`` is the issue-5 suite's step that
 times the same views on synthetic warehouses of growing size.)
 """
@@ -27,7 +27,7 @@ import duckdb
 
 from benchmarks.sections import write_section
 
-PERFORMANCE = Path(__file__).resolve().parent.parent / "docs" / "PERFORMANCE.md"
+OUTPUT = Path(__file__).resolve().parent.parent / "docs" / "BENCHMARK-OUTPUT.md"
 SECTION = "view-latency"
 HEADING = "## View latencies on the real history"
 QUERIES = {
@@ -111,7 +111,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--warehouse", default=os.getenv("LIGER_WAREHOUSE_DIR", "warehouse"))
     parser.add_argument("--runs", type=int, default=7)
-    parser.add_argument("--write", action="store_true", help=f"update docs/{PERFORMANCE.name}")
+    parser.add_argument("--write", action="store_true", help=f"update docs/{OUTPUT.name}")
     args = parser.parse_args()
     database = Path(args.warehouse) / "liger.duckdb"
     load = os.getloadavg()[0]
@@ -121,7 +121,7 @@ def main() -> None:
         t = timings[-1]
         print(f"{name:36} {t.rows:>8,} rows  fresh {_ms(t.fresh):>5} ms  warm {_ms(t.warm):>5} ms")
     if args.write:
-        write_section(PERFORMANCE, SECTION, section(timings, database, args.runs, load))
+        write_section(OUTPUT, SECTION, section(timings, database, args.runs, load))
 
 
 if __name__ == "__main__":

@@ -1,8 +1,10 @@
 """The synthetic upstream generator, and a small run of the benchmark suite so its scripts keep
-working (issue 5). The full-size run is ``python -m benchmarks.run`` (docs/PERFORMANCE.md)."""
+working (issue 5). The full-size run is ``python -m benchmarks.run`` (docs/PERFORMANCE.md; it writes
+docs/BENCHMARK-OUTPUT.md)."""
 
 from __future__ import annotations
 
+import argparse
 import csv
 import gzip
 import io
@@ -14,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import run, scenarios, views
+from benchmarks import run, scenarios, startup, view_latency, views
+from benchmarks.sections import markers
 from benchmarks.synthetic import Settings, generate
 from benchmarks.synthetic.suite import load_suite
 from liger_warehouse.audit import checks
@@ -101,7 +104,7 @@ def test_history_looks_like_upstream(small_mirror):
 @pytest.mark.slow
 def test_benchmark_suite_runs_end_to_end(tmp_path):
     """About 10^4 results: the scripts run, the warehouse they build is sound and complete."""
-    out = tmp_path / "PERFORMANCE.md"
+    out = tmp_path / "BENCHMARK-OUTPUT.md"
     out.write_text("# Performance\n\n## View latency on the real history\n\nkept as is\n")
     results = run.main(
         [
@@ -147,6 +150,22 @@ def test_benchmark_suite_runs_end_to_end(tmp_path):
     assert per_source == dict(expected.per_source)
     assert sum(per_source.values()) == full["mirror"]["results"] == len(expected.results)
     assert Counter(per_source).total() > 5000
+
+
+def test_the_page_the_scripts_write_holds_each_of_their_blocks_once():
+    """``--write`` and ``--out docs/BENCHMARK-OUTPUT.md`` replace a block between its markers and
+    append one when the markers are missing: every script's block is on that page, once, so a run
+    replaces it (docs/PERFORMANCE.md, the reference page, holds none)."""
+    page = startup.OUTPUT
+    assert page == view_latency.OUTPUT and page.name == "BENCHMARK-OUTPUT.md"
+    recorded = views._command(argparse.Namespace(repeats=3, examples_only=False, memory_limit=None, out=page, note=""))
+    assert f"--out docs/{page.name}" in recorded
+    text = page.read_text()
+    reference = (page.parent / "PERFORMANCE.md").read_text()
+    for name in (run.SECTION, views.SECTION, startup.SECTION, view_latency.SECTION):
+        begin, end = markers(name)
+        assert text.count(begin) == 1 and text.count(end) == 1 and text.index(begin) < text.index(end), name
+        assert begin not in reference and end not in reference, name
 
 
 def test_parquet_written_is_counted_per_table_above_its_key_folders(tmp_path):
