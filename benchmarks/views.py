@@ -1,6 +1,6 @@
 """The query targets of issue 13 on one warehouse, on a warm connection.
 
-    python -m benchmarks.views --database WAREHOUSE/liger.duckdb --repeats 3 [--out docs/PERFORMANCE.md]
+    python -m benchmarks.views --database WAREHOUSE/liger.duckdb --repeats 3 [--out docs/BENCHMARK-OUTPUT.md]
     python -m benchmarks.views --database WAREHOUSE/liger.duckdb --examples-only --memory-limit 1GB
 
 Two sets of queries, each fetched whole as Arrow (so every column is computed and Python object
@@ -42,8 +42,12 @@ SECTION = "queries"
 
 # The values the examples are filtered by: the busiest of each, so a filter keeps the most.
 PICKS = {
-    "base": "select build from dim_build where build_kind = 'release' order by build_rank desc limit 1 offset 1",
     "head": "select build from dim_build where build_kind = 'release' order by build_rank desc limit 1",
+    # The release before the head's, else (a history of one release) the newest other build: an
+    # unknown build is an error, not an empty answer.
+    "base": """
+        select build from dim_build where build <> $head
+        order by build_kind = 'release' desc, build_rank desc limit 1""",
     "head_run": "select run from dim_upstream_revision where source = 'gh-pages' order by seq desc limit 1",
     # The newest earlier run holding a series of the head: on the synthetic history consecutive
     # nightlies ran on other GPUs, so 'previous' would share nothing with 'latest'.
@@ -203,7 +207,7 @@ def _command(args: argparse.Namespace) -> str:
     words += ["--examples-only"] * args.examples_only + (
         ["--memory-limit", args.memory_limit] if args.memory_limit else []
     )
-    words += (["--out", "docs/PERFORMANCE.md"] if args.out else []) + (["--note", args.note] if args.note else [])
+    words += (["--out", "docs/BENCHMARK-OUTPUT.md"] if args.out else []) + (["--note", args.note] if args.note else [])
     return "python -m benchmarks.views " + shlex.join(words)
 
 
