@@ -13,7 +13,7 @@ conversion is not what is measured):
   of work.
 
 One connection for everything, with the settings the warehouse's own reading connections have
-(``KEEP_FOOTERS``: the parts' footers are kept between queries); a first untimed pass over every
+(``READER_CACHE``: the parts' footers are kept between queries); a first untimed pass over every
 query warms it (and the OS cache); then each repeat runs every query once, interleaved, so they
 share the machine's conditions. Prints one JSON line; with ``--out`` the results (and the
 targets) replace the section "Queries at ... results" of that page, leaving the others alone.
@@ -35,7 +35,7 @@ from benchmarks import report
 from benchmarks.machine import machine
 from benchmarks.sections import write_section
 from liger_warehouse.cli.query import COMPARE_SQL
-from liger_warehouse.serve.database import KEEP_FOOTERS, NO_DOWNLOADS, analytic_view_files
+from liger_warehouse.serve.database import READER_CACHE, analytic_view_files
 
 BASELINE = "select * from fact_result"
 SECTION = "queries"
@@ -168,10 +168,9 @@ def timed(con: duckdb.DuckDBPyConnection, sql: str, params: dict) -> tuple[float
 def measure(database: Path, repeats: int, whole: bool = True, memory_limit: str | None = None) -> dict:
     """Seconds per repeat and rows of every example and (``whole``) every whole view, on one
     connection (with DuckDB's ``memory_limit``, when given)."""
-    config = {"file_search_path": str(database.parent), **NO_DOWNLOADS}
+    config = {"file_search_path": str(database.parent), **READER_CACHE}
     config |= {"memory_limit": memory_limit} if memory_limit else {}
     con = duckdb.connect(str(database), read_only=True, config=config)
-    con.execute(KEEP_FOOTERS)
     sets = {"examples": examples(con)} | ({"whole": whole_views(con)} if whole else {})
     wanted = {(kind, name): query for kind, queries in sets.items() for name, query in queries.items()}
     rows, errors = {}, {}

@@ -22,7 +22,7 @@ def _files_read(con: duckdb.DuckDBPyConnection, sql: str, table: str) -> int:
     """How many parts of ``table`` the query opened: from EXPLAIN ANALYZE."""
     plan = json.loads(con.execute(f"explain (analyze, format json) {sql}").fetchall()[0][1])
     read = 0
-    stack = [plan]
+    stack = list(plan["operator"])
     while stack:
         node = stack.pop()
         stack.extend(node.get("children", []))

@@ -52,9 +52,9 @@ DEFAULT_MEMORY_LIMIT = "1GB"
 # The one setting a locked-down session may still change (README: `set memory_limit`).
 SESSION_SETTINGS = ("memory_limit",)
 # A part is never rewritten, so a reader keeps the parts' Parquet footers between its queries
-# (docs/PERFORMANCE.md, "Restatements kept at publish, and Parquet footers kept per session").
-# Set once connected: DuckDB 1.5 refuses it in the connect config, before its Parquet reader loads.
-KEEP_FOOTERS = "set parquet_metadata_cache = true"
+# (docs/PERFORMANCE.md, "Restatements kept at publish, and Parquet footers kept per session");
+# DuckDB takes the setting at connect only with extension downloads off.
+READER_CACHE = {**NO_DOWNLOADS, "parquet_metadata_cache": "true"}
 
 
 class MissingViews(RuntimeError):
@@ -140,7 +140,7 @@ def open_duckdb(
 ) -> duckdb.DuckDBPyConnection:
     """A connection that reads the warehouse's objects where they are; ``reader`` (by default
     ``read_only``) says it serves a command that only reads, which makes no spill folder and
-    keeps the parts' footers between queries (``KEEP_FOOTERS``).
+    keeps the parts' footers between queries (``READER_CACHE``).
 
     ``file_search_path`` is the root, so the views resolve their parts there (``warehouse_files``;
     a writable connection defines that macro). For an object-store root the root's fsspec
@@ -149,10 +149,9 @@ def open_duckdb(
     this DuckDB version (see docs/STORAGE.md).
     """
     reading = read_only if reader is None else reader
-    settings = {**NO_DOWNLOADS, **_memory(reading), "file_search_path": storage.url, **(config or {})}
+    cache = READER_CACHE if reading else {}
+    settings = {**NO_DOWNLOADS, **_memory(reading), **cache, "file_search_path": storage.url, **(config or {})}
     con = duckdb.connect(path, read_only=read_only, config=settings)
-    if reading:
-        con.execute(KEEP_FOOTERS)
     if not storage.is_local:
         from liger_warehouse.store.read_cache import ImmutableReadCache
 
