@@ -75,6 +75,8 @@ class Settings(msgspec.Struct, frozen=True, rename=_variable):
     # Processes that compute change points in a refresh; else one per core.
     change_point_workers: Annotated[int, msgspec.Meta(ge=1)] | None = None
     s3_endpoint: str | None = None
+    # Webhooks that receive the nightly digest (liger_warehouse/alerts/webhook.py), space-separated.
+    alert_webhook: str | None = None
     dagster_home: str | None = None
 
     def __repr__(self) -> str:

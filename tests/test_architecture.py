@@ -27,7 +27,7 @@ LAYERS: list[set[str]] = [
     {"build"},
     {"serve"},  # liger.duckdb: audit, analysis, export and report read through it
     {"audit", "analysis"},
-    {"export", "report"},
+    {"export", "report", "alerts"},
     {"imports"},  # kernelindex records come in through export's rules
     {"migration"},  # re-derives every revision, imported ones included
     {"cli"},

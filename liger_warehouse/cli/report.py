@@ -1,4 +1,4 @@
-"""Commands that present the warehouse: ``report``."""
+"""Commands that present the warehouse: ``report`` and ``digest``."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from typing import Annotated
 
 import typer
 
-from liger_warehouse.cli.app import WarehouseOpt, app, console, open_database
+from liger_warehouse.cli.app import CliError, WarehouseOpt, app, console, open_database, warehouse_root
+from liger_warehouse.store.storage import Storage
 
 
 @app.command()
@@ -31,3 +32,24 @@ def report(
     if built.missing_views:
         missing = ", ".join(built.missing_views)
         console.print(f"[yellow]no {missing} view in this warehouse: those sections are empty[/yellow]")
+
+
+@app.command()
+def digest(
+    run: Annotated[str | None, typer.Option(help="The run whose digest to print (default: the newest).")] = None,
+    format: Annotated[str, typer.Option("--format", "-f", help="md or json.")] = "md",
+    warehouse: WarehouseOpt = None,
+) -> None:
+    """Print the nightly digest: the regressions and improvements a refresh's new runs brought."""
+    from liger_warehouse.alerts.digest import digest_key, stored_digests
+
+    if format not in ("md", "json"):
+        raise typer.BadParameter(f"{format!r}: expected md or json", param_hint="--format")
+    storage = Storage(warehouse_root(warehouse))
+    stored = stored_digests(storage)
+    if not stored:
+        raise CliError("this warehouse has no digest yet", "a refresh that brings a new gh-pages run writes one")
+    run = run or stored[-1]
+    if run not in stored:
+        raise CliError(f"no digest of run {run!r}", f"the digests, oldest first: {', '.join(stored)}")
+    typer.echo(storage.read_text(digest_key(run, format)), nl=False)

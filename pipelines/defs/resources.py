@@ -72,6 +72,13 @@ class ChangePointResource(dg.ConfigurableResource):
         return self._pool
 
 
+class AlertResource(dg.ConfigurableResource):
+    """Where the nightly digest goes: webhook URLs, space-separated (``slack:`` before a URL sends
+    a chat-style ``{"text": …}`` body; liger_warehouse/alerts/webhook.py)."""
+
+    webhook: str | None = None
+
+
 class UpstreamResource(dg.ConfigurableResource):
     """Where upstream is read from: ``github:OWNER/REPO`` (API and raw bases configurable) or a
     local mirror directory. ``github_token`` is sent when set and never logged."""
@@ -107,6 +114,7 @@ def resources() -> dg.Definitions:
     return dg.Definitions(
         resources={
             "warehouse": WarehouseResource(root=s.dir),
+            "alerts": AlertResource(webhook=s.alert_webhook),
             "change_points": ChangePointResource(workers=s.change_point_workers or os.cpu_count() or 1),
             "upstream": UpstreamResource(
                 upstream=s.upstream,
