@@ -21,6 +21,8 @@ TESTS = Path(__file__).resolve().parent
 # The committed cut of the upstream mirror (tests/fixtures/README.md): every default test reads it,
 # so a fresh clone runs the same tests CI does.
 MIRROR = TESTS / "fixtures" / "liger-kernel"
+# The same cut of the oldest revisions (a few kilobytes each): tests/reliability/upstreams.py's.
+OLDEST_MIRROR = TESTS / "fixtures" / "liger-kernel-oldest"
 # ../shared beside the checkout holds the whole snapshot that the larger tier reads.
 # LIGER_TESTS_SHARED moves it; pointing it nowhere runs the suite as a fresh clone sees it.
 SHARED = Path(os.environ.get("LIGER_TESTS_SHARED") or TESTS.parents[1] / "shared")

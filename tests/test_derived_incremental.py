@@ -29,7 +29,7 @@ from liger_warehouse.serve.database import create_views, open_duckdb
 from liger_warehouse.store import generations
 from liger_warehouse.store.generations import GenerationStore
 from liger_warehouse.store.storage import Storage
-from tests.conftest import refresh
+from tests.conftest import OLDEST_MIRROR, refresh
 from tests.small_mirror import small_mirror
 
 pytestmark = pytest.mark.slow
@@ -260,10 +260,13 @@ def test_a_nightly_after_every_other_build_is_derived_from_its_series_latest_bui
     nightly is the newest build: the refresh orders only that build's series after their latest
     other build (``build_order.APPENDED_SERIES_BUILDS``), and every table still equals a
     derivation from scratch."""
-    mirror = small_mirror(tmp_path / "mirror", commits=40, runs=7)
-    for listing in (mirror / "commits").glob("*.json"):  # the main CSV's oldest commit only
-        oldest = json.loads(listing.read_text())[-1:] if listing.stem == "all_benchmark_data" else []
-        listing.write_text(json.dumps(oldest))
+    mirror = small_mirror(tmp_path / "mirror", commits=0, runs=7)
+    main = mirror / "commits" / "all_benchmark_data.json"  # the main CSV's oldest commit only
+    oldest = json.loads((OLDEST_MIRROR / main.relative_to(mirror)).read_text())[-1:]
+    main.write_text(json.dumps(oldest))
+    csv = Path("raw") / oldest[0]["sha"] / "benchmark" / "data" / "all_benchmark_data.csv.gz"
+    (mirror / csv).parent.mkdir(parents=True)
+    shutil.copyfile(OLDEST_MIRROR / csv, mirror / csv)
     root = tmp_path / "warehouse"
     gens = GenerationStore(Storage(str(root)))
     for runs in LISTINGS[:3]:

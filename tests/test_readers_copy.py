@@ -34,15 +34,29 @@ def _same_rows(gens: GenerationStore, gen: Generation, table: str) -> int:
     return count
 
 
-@pytest.fixture
-def copied(mirror_warehouse, tmp_path: Path) -> GenerationStore:
-    """A copy of the reference warehouse, for tests that write parts."""
+def _copied(source: Path, tmp_path: Path) -> GenerationStore:
     root = tmp_path / "warehouse"
-    shutil.copytree(mirror_warehouse.root, root)
+    shutil.copytree(source, root)
     return GenerationStore(Storage(root))
 
 
-def test_the_reference_warehouse_reads_its_tables_through_their_copies(mirror_warehouse):
+@pytest.fixture
+def copied(mirror_warehouse, tmp_path: Path) -> GenerationStore:
+    """A copy of the reference warehouse, for tests that write parts."""
+    return _copied(mirror_warehouse.root, tmp_path)
+
+
+# The copies serve tables in many parts: the whole snapshot's history has enough of them for every
+# table, the fixture cut's not (these tests are the larger tier).
+
+
+@pytest.fixture
+def full_copied(full_mirror_warehouse, tmp_path: Path) -> GenerationStore:
+    return _copied(full_mirror_warehouse.root, tmp_path)
+
+
+def test_the_reference_warehouse_reads_its_tables_through_their_copies(full_mirror_warehouse):
+    mirror_warehouse = full_mirror_warehouse
     gens = GenerationStore(Storage(mirror_warehouse.root))
     gen = gens.current()
     assert set(gen.readers) == set(readers_copy.ORDER), "the real history has enough parts for a copy"
@@ -63,10 +77,11 @@ def _scans(node: dict | list) -> list[dict]:
     return own + _scans(node.get("children", []))
 
 
-def test_a_question_on_one_kernel_and_gpu_filters_the_scan_of_the_stored_steps(mirror_warehouse):
+def test_a_question_on_one_kernel_and_gpu_filters_the_scan_of_the_stored_steps(full_mirror_warehouse):
     """The steps' copy is sorted by kernel and GPU, and a filter on them reaches the copy's scan,
     so that at scale the other kernels' row groups are skipped (the real history's copy is one
     row group; docs/PERFORMANCE.md measures the skip at 10^7 results)."""
+    mirror_warehouse = full_mirror_warehouse
     gen = GenerationStore(Storage(mirror_warehouse.root)).current()
     copy = gen.readers["fact_build_step"]
     labels = pq.read_table(mirror_warehouse.root / copy.file, columns=["kernel", "gpu"])
@@ -132,7 +147,8 @@ def test_a_copy_is_written_again_only_when_what_is_read_beside_it_adds_up():
     assert readers_copy.needs_rewrite(copy, parts, ("k", "other"))
 
 
-def test_publishing_keeps_the_copies_that_serve_and_writes_those_that_do_not(copied):
+def test_publishing_keeps_the_copies_that_serve_and_writes_those_that_do_not(full_copied):
+    copied = full_copied
     gen = copied.current()
     staged = replace(gen, id="next", parent=gen.id, readers={})
     assert readers_copy.with_readers_copies(copied, staged, gen) == {}

@@ -1,5 +1,5 @@
-"""Small upstream mirrors cut from the oldest revisions (the committed tests/fixtures/liger-kernel-oldest,
-a few kilobytes each), so refreshes in these tests take a second.
+"""Small upstream mirrors cut from the oldest revisions (``OLDEST_MIRROR``, a few kilobytes each),
+so refreshes in these tests take a second.
 
 A mirror here has the layout of ``shared/upstream/liger-kernel`` (see ``shared/README.md``), so
 both the mirror reader and ``FakeGitHub`` serve it. Helpers add, drop and replace revisions the
@@ -15,13 +15,12 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.conftest import TESTS
+from tests.conftest import OLDEST_MIRROR
 
 DATA = "all_benchmark_data"
 CUTEDSL = "all_benchmark_data_cutedsl"
 CUTILE = "all_benchmark_data_cutile"
 RUNS = Path("gh-pages") / "benchmarks"
-OLDEST = TESTS / "fixtures" / "liger-kernel-oldest"
 
 
 @dataclass(frozen=True)
@@ -42,7 +41,7 @@ def make_mirror(dst: Path, shape: Shape) -> Path:
     """A writable mirror at ``dst`` holding only what ``shape`` keeps."""
     (dst / "commits").mkdir(parents=True)
     for stem in (DATA, CUTEDSL, CUTILE):
-        commits = json.loads((OLDEST / "commits" / f"{stem}.json").read_text())
+        commits = json.loads((OLDEST_MIRROR / "commits" / f"{stem}.json").read_text())
         keep = commits[len(commits) - shape.main.get(stem, 0) :] if shape.main.get(stem) else []
         (dst / "commits" / f"{stem}.json").write_text(json.dumps(keep))
         for commit in keep:
@@ -66,7 +65,7 @@ def copy_mirror(src: Path, dst: Path) -> Path:
 def _copy(rel: str, dst: Path) -> None:
     target = dst / rel
     target.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(OLDEST / rel, target)
+    shutil.copyfile(OLDEST_MIRROR / rel, target)
 
 
 def run_file(mirror: Path, run: str) -> Path:
