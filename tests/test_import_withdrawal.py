@@ -75,7 +75,8 @@ def _differences(withdrawn: dict[str, pa.Table], never: dict[str, pa.Table]) -> 
         con.register("a", withdrawn[name])
         con.register("b", never[name])
         only = [
-            con.execute(f"select count(*) from (select * from {x} except all select * from {y})").fetchone()[0]
+            # fetchall: DuckDB 2 refuses the next registration while a result is left unfetched
+            con.execute(f"select count(*) from (select * from {x} except all select * from {y})").fetchall()[0][0]
             for x, y in (("a", "b"), ("b", "a"))
         ]
         if any(only):

@@ -17,6 +17,6 @@ create or replace macro known_run(text) as
                 ),
                 'nothing yet'
             ),
-            if((select count(*) from dim_upstream_revision where source = 'gh-pages') > 12, ', …', '')
+            case when (select count(*) from dim_upstream_revision where source = 'gh-pages') > 12 then ', …' else '' end
         ))
     );
