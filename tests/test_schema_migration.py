@@ -10,7 +10,6 @@ upstream file byte for byte."""
 from __future__ import annotations
 
 import gzip
-import hashlib
 import json
 import os
 import re
@@ -43,17 +42,13 @@ from tests.reliability.published import (
     published,
     step_failures,
 )
+from tests.schema_identities import expected_new, stem_of
 
 pytestmark = pytest.mark.slow
 
 DOCS = REPO / "docs" / "SCHEMA.md"
 DIGESTS = ("protocol", "implementation", "series", "workload", "environment")
 CLI = "from pipelines.cli import app; app()"
-
-
-def _sha(identity: dict) -> str:
-    text = json.dumps(identity, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
 
 @pytest.fixture(scope="module")
@@ -88,14 +83,18 @@ def _old(code: Path, args: list[str], fake_github, root: Path, **extra: str) -> 
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
 
 
-@pytest.fixture(scope="module")
-def schema_one(schema_one_code, tmp_path_factory, fake_github) -> Path:
-    """A warehouse of the whole mirror built by the schema-1 code; tests work on copies."""
+def _schema_one(code: Path, tmp_path_factory, fake) -> Path:
     root = tmp_path_factory.mktemp("schema-one") / "warehouse"
-    _old(schema_one_code, ["-c", BUILD], fake_github, root)
+    _old(code, ["-c", BUILD], fake, root)
     gens = GenerationStore(Storage(root))
     assert gens.current().schema_version == 1
     return root
+
+
+@pytest.fixture(scope="module")
+def schema_one(schema_one_code, tmp_path_factory, fake_github) -> Path:
+    """A warehouse of the whole mirror built by the schema-1 code; tests work on copies."""
+    return _schema_one(schema_one_code, tmp_path_factory, fake_github)
 
 
 def _copy(source: Path, target: Path) -> Path:
@@ -119,37 +118,6 @@ def _results(root: Path, gen_id: str) -> dict[str, dict]:
         con.close()
 
 
-def _stem(result: dict) -> str | None:
-    return None if result["source"] == "gh-pages" else Path(result["source_key"]).stem
-
-
-def _expected_new(old: dict) -> dict[str, str]:
-    """The digests of schema 2 for an upstream result, from the identities docs/SCHEMA.md gives."""
-    stem, provider = _stem(old), old["provider"]
-    suite, backend = expected.harness(stem), expected.backend(stem, provider)
-    protocol = _sha(
-        {
-            "harness": suite,
-            "timed_pass": old["_timed_pass"],
-            "metric": old["metric"],
-            "unit": old["unit"],
-            "statistic": "median",
-            "quantiles": [0.5, 0.2, 0.8],
-        }
-    )
-    implementation = _sha({"provider": provider, "liger_version": old["liger_version"], "backend": backend})
-    series = _sha(
-        {
-            "protocol_digest": protocol,
-            "workload_digest": old["workload_digest"],
-            "environment_digest": old["environment_digest"],
-            "provider": provider,
-            "backend": backend,
-        }
-    )
-    return {"protocol": protocol, "implementation": implementation, "series": series}
-
-
 def _timed_passes(root: Path, gen_id: str) -> dict[str, str]:
     gens = GenerationStore(Storage(root))
     rows = gens.read_table(gens.load(gen_id), "dim_protocol", ["protocol_digest", "timed_pass"]).to_pylist()
@@ -165,9 +133,7 @@ class Migrated:
     run: dg.ExecuteInProcessResult  # the refresh
 
 
-@pytest.fixture(scope="module")
-def migrated(schema_one, tmp_path_factory, fake_github) -> Migrated:
-    """A copy of the schema-1 warehouse, refreshed once by today's code; with what it was before."""
+def _migrated(schema_one: Path, tmp_path_factory, fake) -> Migrated:
     root = _copy(schema_one, tmp_path_factory.mktemp("migrated") / "warehouse")
     gens = GenerationStore(Storage(root))
     before = published(root)
@@ -175,9 +141,23 @@ def migrated(schema_one, tmp_path_factory, fake_github) -> Migrated:
     passes = _timed_passes(root, before.current)
     for result in old.values():
         result["_timed_pass"] = passes[result["protocol_digest"]]
-    done = refresh(root, fake_github)
+    done = refresh(root, fake)
     assert done.result.success, step_failures(done.result)
     return Migrated(root, before, old, gens.current(), done.result)
+
+
+@pytest.fixture(scope="module")
+def migrated(schema_one, tmp_path_factory, fake_github) -> Migrated:
+    """A copy of the schema-1 warehouse, refreshed once by today's code; with what it was before."""
+    return _migrated(schema_one, tmp_path_factory, fake_github)
+
+
+@pytest.fixture(scope="module")
+def full_migrated(schema_one_code, tmp_path_factory, full_fake_github) -> Migrated:
+    """The same from the whole snapshot, whose figures docs/SCHEMA.md gives (the larger tier)."""
+    return _migrated(
+        _schema_one(schema_one_code, tmp_path_factory, full_fake_github), tmp_path_factory, full_fake_github
+    )
 
 
 def test_the_refresh_publishes_a_migrated_generation_and_loses_nothing(migrated, mirror_warehouse):
@@ -207,37 +187,39 @@ def test_the_refresh_publishes_a_migrated_generation_and_loses_nothing(migrated,
     assert watch.passed and "no builds to compare with" in watch.metadata["note"].value
 
 
-def test_digests_change_exactly_as_documented(migrated):
+def _checked_figures(migrated: Migrated) -> dict[str, int]:
+    """Every result's digests as docs/SCHEMA.md's identities give them, and the migration's
+    summary; returns the figures counted on the way."""
     root, old, gen = migrated.root, migrated.old, migrated.gen
     new = _results(root, gen.id)
     changed: Counter = Counter()
     olds: dict[str, set] = {k: set() for k in DIGESTS}
     news: dict[str, set] = {k: set() for k in DIGESTS}
     for digest, was in old.items():
-        now, want = new[digest], _expected_new(was)
+        now, want = new[digest], expected_new(was)
         assert (now["workload_digest"], now["environment_digest"]) == (
             was["workload_digest"],
             was["environment_digest"],
         )
         assert {k: now[f"{k}_digest"] for k in want} == want, was["row_text"]
         assert (now["harness"], now["backend"]) == (
-            expected.harness(_stem(was)),
-            expected.backend(_stem(was), was["provider"]),
+            expected.harness(stem_of(was)),
+            expected.backend(stem_of(was), was["provider"]),
         )
         for kind in DIGESTS:
             if now[f"{kind}_digest"] != was[f"{kind}_digest"]:
                 changed[kind] += 1
                 olds[kind].add(was[f"{kind}_digest"])
                 news[kind].add(now[f"{kind}_digest"])
-    files = Counter(_stem(was) or "gh-pages" for was in old.values() if not was["provider"].startswith("liger"))
+    files = Counter(stem_of(was) or "gh-pages" for was in old.values() if not was["provider"].startswith("liger"))
     # Counted independently, these are the figures docs/SCHEMA.md gives for the mirror.
     figures = {
         "results": len(old),
         "protocol": changed["protocol"],
         "implementation": changed["implementation"],
         "series": changed["series"],
-        "cutedsl": sum(1 for was in old.values() if _stem(was) == "all_benchmark_data_cutedsl"),
-        "cutile": sum(1 for was in old.values() if _stem(was) == "all_benchmark_data_cutile"),
+        "cutedsl": sum(1 for was in old.values() if stem_of(was) == "all_benchmark_data_cutedsl"),
+        "cutile": sum(1 for was in old.values() if stem_of(was) == "all_benchmark_data_cutile"),
         **{f"baselines {f}": n for f, n in files.items()},
         **{f"{k} old": len(olds[k]) for k in ("protocol", "implementation", "series")},
         **{f"{k} new": len(news[k]) for k in ("protocol", "implementation", "series")},
@@ -245,9 +227,6 @@ def test_digests_change_exactly_as_documented(migrated):
     assert changed["workload"] == changed["environment"] == 0
     assert figures["protocol"] == figures["cutedsl"] + figures["cutile"]
     assert figures["implementation"] == sum(files.values())  # no Liger result is relabelled upstream
-    section = DOCS.read_text().split("## Schema versions")[1]
-    documented = {int(n.replace(",", "")) for n in re.findall(r"\b\d{1,3}(?:,\d{3})+\b|\b\d+\b", section)}
-    assert {name: n for name, n in figures.items() if n not in documented} == {}
     summary = gen.summary["migration"]
     assert summary == {
         "from_schema_version": 1,
@@ -258,6 +237,18 @@ def test_digests_change_exactly_as_documented(migrated):
         ),
         "digests_changed": {k: len(olds[k]) for k in DIGESTS},
     }
+    return figures
+
+
+def test_digests_change_exactly_as_documented(migrated):
+    _checked_figures(migrated)
+
+
+def test_the_whole_snapshot_digests_change_by_the_documented_figures(full_migrated):
+    figures = _checked_figures(full_migrated)
+    section = DOCS.read_text().split("## Schema versions")[1]
+    documented = {int(n.replace(",", "")) for n in re.findall(r"\b\d{1,3}(?:,\d{3})+\b|\b\d+\b", section)}
+    assert {name: n for name, n in figures.items() if n not in documented} == {}
 
 
 def test_digest_migration_maps_every_changed_digest(migrated):
