@@ -17,6 +17,7 @@ import duckdb
 from liger_warehouse.report.publish import report_key
 from liger_warehouse.store.raw import RawStore
 from liger_warehouse.store.storage import Storage
+from liger_warehouse.upstream.compare import run_pair
 
 PREFIX = "digests"
 # Runs digested when a warehouse has none yet: the newest only, so a first build alerts on last
@@ -54,14 +55,10 @@ def new_steps(runs: list[str], digested: set[str]) -> list[RunStep]:
     return steps[done[-1] + 1 :] if done else steps[-FIRST_DIGEST_RUNS:]
 
 
-def _commit(run: str) -> str:
-    return run.split("-v", 1)[0]
-
-
 def commits_between(raw: RawStore, step: RunStep) -> list[str]:
     """``<7-hex sha> <title>`` of each commit between the two runs' code, oldest first; empty when
     upstream gave no compare (docs: the compares kept in the raw store)."""
-    body = raw.get_compare(f"{_commit(step.previous)}...{_commit(step.run)}")
+    body = raw.get_compare(run_pair(step.previous, step.run).key)
     if body is None:
         return []
     commits = json.loads(body).get("commits") or []
@@ -117,23 +114,23 @@ def digest_key(run: str, fmt: str) -> str:
     return f"{PREFIX}/{run}.{fmt}"
 
 
-def _stored(storage: Storage) -> list[dict]:
-    keys = [key for key in storage.list(PREFIX) if key.endswith(".json")]
-    return sorted((json.loads(storage.read_text(key)) for key in keys), key=lambda d: (d["written_at"], d["digest"]))
-
-
 def stored_digests(storage: Storage) -> list[str]:
     """The stored digests by name (their newest run), oldest first."""
-    return [digest["digest"] for digest in _stored(storage)]
+    keys = [key for key in storage.list(PREFIX) if key.endswith(".json")]
+    digests = (json.loads(storage.read_text(key)) for key in keys)
+    return [d["digest"] for d in sorted(digests, key=lambda d: (d["written_at"], d["digest"]))]
 
 
-def digested_runs(storage: Storage) -> set[str]:
-    """Every run a stored digest covers."""
-    return {entry["run"] for digest in _stored(storage) for entry in digest["runs"]}
+def digest_names(storage: Storage) -> set[str]:
+    """The newest run of each stored digest, from the names alone: ``new_steps`` needs only the
+    newest, and a digest covers the runs up to the one it is named by."""
+    return {
+        key.removeprefix(f"{PREFIX}/").removesuffix(".json") for key in storage.list(PREFIX) if key.endswith(".json")
+    }
 
 
 def write_digest(storage: Storage, digest: dict, markdown: str) -> str:
-    """Store both forms, the JSON last: a digest whose JSON exists is whole (``digested_runs``)."""
+    """Store both forms, the JSON last: a digest whose JSON exists is whole (``digest_names``)."""
     storage.write_text(digest_key(digest["digest"], "md"), markdown)
     key = digest_key(digest["digest"], "json")
     storage.write_text(key, json.dumps(digest, indent=2, sort_keys=True) + "\n")

@@ -9,7 +9,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -316,9 +316,11 @@ def status(
     gen = gens.load(gen_id)
     revisions = gens.read_table(gen, "dim_upstream_revision")
     out = stdout_console()  # a pipe gets whole lines too
-    with tempfile.TemporaryDirectory() as scratch:  # listing ETags go here: status never writes to the warehouse
-        # A bad --upstream is said before anything else; an upstream that does not answer, after the state.
-        source = open_upstream(_tried_once(upstream, CHECK_TIMEOUT), Storage(scratch)) if check_upstream else None
+    with ExitStack() as scratch:
+        source = None
+        if check_upstream:  # a bad --upstream is said before anything else; a silent upstream, after the state
+            etags = scratch.enter_context(tempfile.TemporaryDirectory())  # status never writes to the warehouse
+            source = open_upstream(_tried_once(upstream, CHECK_TIMEOUT), Storage(etags))
         out.print(f"published generation [bold]{gen.id}[/bold] (created {gen.created_at})")
         out.print(f"last refresh: {_last_refresh(storage)}")
         out.print(_row_counts(gen))

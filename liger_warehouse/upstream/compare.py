@@ -48,11 +48,15 @@ class CompareFetch:
     failures: list[str] = field(default_factory=list)
 
 
+def run_pair(base_run: str, head_run: str) -> RunPair:
+    """The pair of commits two gh-pages runs benchmarked (a release run by its commit)."""
+    return RunPair(split_run_name(base_run)[0], split_run_name(head_run)[0])
+
+
 def run_pairs(listing: UpstreamListing) -> list[RunPair]:
     """Each gh-pages run with the run uploaded before it, oldest first."""
     runs = sorted((r for r in listing.revisions if r.source == GH_PAGES), key=lambda r: r.seq)
-    commits = [split_run_name(r.run or r.commit)[0] for r in runs]
-    return [RunPair(base, head) for base, head in pairwise(commits)]
+    return [run_pair(base.run or base.commit, head.run or head.commit) for base, head in pairwise(runs)]
 
 
 def check_compare(body: bytes, what: str) -> bytes:

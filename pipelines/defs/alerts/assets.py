@@ -4,7 +4,7 @@ import dagster as dg
 
 from liger_warehouse.alerts.digest import (
     build_digest,
-    digested_runs,
+    digest_names,
     new_steps,
     render_markdown,
     runs_in_order,
@@ -24,7 +24,7 @@ def regression_digest(
     hooks = parse_webhooks(alerts.webhook)  # a bad setting fails here, before anything is written
     storage = warehouse.storage()
     with connect(storage) as con:
-        steps = new_steps(runs_in_order(con), digested_runs(storage))
+        steps = new_steps(runs_in_order(con), digest_names(storage))
         if not steps:
             return dg.MaterializeResult(metadata={"digest": "no new run"})
         digest = build_digest(con, warehouse.raw(), steps)
