@@ -27,6 +27,8 @@ CACHE_DIR = f"{PREFIX}CACHE_DIR"
 DUCKDB_MEMORY_LIMIT = f"{PREFIX}DUCKDB_MEMORY_LIMIT"
 CHANGE_POINT_WORKERS = f"{PREFIX}CHANGE_POINT_WORKERS"
 S3_ENDPOINT = f"{PREFIX}S3_ENDPOINT"
+CATALOG = f"{PREFIX}CATALOG"
+DATA = f"{PREFIX}DATA"
 FAILPOINT = f"{PREFIX}FAILPOINT"
 PAUSE = f"{PREFIX}PAUSE"
 # The fields that keep a variable's usual name.
@@ -34,6 +36,9 @@ USUAL_NAMES = {
     "github_token": "GITHUB_TOKEN",
     "xdg_cache_home": "XDG_CACHE_HOME",
     "dagster_home": "DAGSTER_HOME",
+    "aws_access_key_id": "AWS_ACCESS_KEY_ID",
+    "aws_secret_access_key": "AWS_SECRET_ACCESS_KEY",
+    "aws_region": "AWS_REGION",
 }
 
 DEFAULT_UPSTREAM = "github:linkedin/Liger-Kernel"
@@ -52,8 +57,12 @@ class Settings(msgspec.Struct, frozen=True, rename=_variable):
     cost a reading command more than DuckDB's (docs/PERFORMANCE.md, "startup").
     """
 
-    # The warehouse root: a directory or an object-store URI.
+    # The warehouse root: a directory or an object-store URI; it holds raw/ and, by default, the lake.
     dir: str = "warehouse"
+    # The DuckLake catalog (sqlite:PATH or postgres:dbname=… host=…); else <dir>/catalog.sqlite.
+    catalog: str | None = None
+    # Where the lake's Parquet files go (a directory or s3://…); else <dir>/lake/.
+    data: str | None = None
     # github:OWNER/REPO or a mirror directory.
     upstream: str = DEFAULT_UPSTREAM
     github_api: str = DEFAULT_API_BASE
@@ -75,13 +84,17 @@ class Settings(msgspec.Struct, frozen=True, rename=_variable):
     # Processes that compute change points in a refresh; else one per core.
     change_point_workers: Annotated[int, msgspec.Meta(ge=1)] | None = None
     s3_endpoint: str | None = None
+    aws_access_key_id: str | None = None
+    aws_secret_access_key: str | None = None
+    aws_region: str | None = None
     # Webhooks that receive the nightly digest (liger_warehouse/alerts/webhook.py), space-separated.
     alert_webhook: str | None = None
     dagster_home: str | None = None
 
     def __repr__(self) -> str:
         # Keeps the token out of logs and tracebacks that print the settings.
-        shown = (f"{name}={value!r}" for name, value in msgspec.structs.asdict(self).items() if name != "github_token")
+        secret = ("github_token", "aws_secret_access_key")
+        shown = (f"{name}={value!r}" for name, value in msgspec.structs.asdict(self).items() if name not in secret)
         return f"Settings({', '.join(shown)})"
 
 

@@ -37,8 +37,6 @@ taken from the state), and the segment medians around its change points.
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from collections.abc import Iterable
 
 import duckdb
@@ -53,7 +51,6 @@ from liger_warehouse.analysis.point_stream import (
     Join,
     points_sql,
     prior_rows,
-    quote,
     run_table,
     same_layout,
     series_of,
@@ -61,11 +58,9 @@ from liger_warehouse.analysis.point_stream import (
 )
 from liger_warehouse.analysis.series_batch import BATCH_POINTS, Counts, batches
 from liger_warehouse.analysis.series_pool import SeriesPool, analyzed, series_pool
-from liger_warehouse.model.revisions import GH_PAGES
 from liger_warehouse.model.tables import SCHEMAS
-from liger_warehouse.store.generations import Generation, GenerationStore, Part, parts_diff
 
-__all__ = ["Counts", "add_to_generation", "compute", "compute_with_state", "method", "run_points"]
+__all__ = ["Counts", "compute", "compute_with_state", "method", "run_points", "update"]
 
 # DuckDB computes the points; past this much memory its sort spills to a local directory.
 MEMORY_LIMIT = "512MB"
@@ -160,111 +155,33 @@ def compute(results: pl.DataFrame, revisions: pl.DataFrame) -> pa.Table:
     return compute_with_state(results, revisions)[0]
 
 
-# --- The generation -------------------------------------------------------------------------
+# --- The lake -------------------------------------------------------------------------------
 
 
-def _parquet(uris: list[str]) -> str:
-    return "read_parquet([" + ", ".join(quote(u) for u in uris) + "])"
-
-
-def _parent(gens: GenerationStore, gen: Generation) -> Generation | None:
-    """The generation ``gen`` is built on, when it is still stored."""
-    if not gen.parent:
+def prior_state(con: duckdb.DuckDBPyConnection) -> pa.Table | None:
+    """``change_point_state`` as the lake holds it, when every row can be resumed from: in this
+    code's layout and computed by this ``method()``."""
+    state = con.sql(f"select * from {STATE}").to_arrow_table()
+    if state.num_rows == 0 or not same_layout(state.schema):
         return None
-    try:
-        return gens.load(gen.parent)
-    except FileNotFoundError:
+    if pc.any(pc.not_equal(state["method"], method())).as_py():
         return None
+    return state.cast(SCHEMAS[STATE])
 
 
-def touched_series(gens: GenerationStore, gen: Generation, parent: Generation, revisions: pa.Table) -> pa.Table | None:
-    """The series whose gh-pages points may differ from those ``parent`` analysed: the series
-    of the fact_result parts that came or went (a part is named by its content). None when
-    every series must be streamed: a run that both hold took another place in the order
-    (``revisions``: ``gen``'s revision_digest and seq)."""
-    columns = ["revision_digest", "seq"]
-    was = dict(zip(*gens.read_table(parent, "dim_upstream_revision", columns).to_pydict().values(), strict=True))
-    if any(
-        was.get(digest, seq) != seq for digest, seq in zip(*revisions.select(columns).to_pydict().values(), strict=True)
-    ):
-        return None
-    came, went = parts_diff(parent.parts("fact_result"), gen.parts("fact_result"))
-    rows = gens.read_parts("fact_result", came + went, ["series_digest", "source"])
-    return pa.table({"series_digest": pc.unique(rows.filter(pc.equal(rows["source"], GH_PAGES))["series_digest"])})
-
-
-def carried_tables(gens: GenerationStore, parent: Generation) -> dict[str, pa.Table] | None:
-    """Both tables of ``parent`` (a row per change point and one per series), when its rows can
-    be carried as they are: both present, the state in this code's layout, every row computed
-    by this ``method()``."""
-    if not all(parent.parts(name) for name in (TABLE, STATE)):
-        return None
-    tables = {name: gens.read_table(parent, name) for name in (TABLE, STATE)}
-    if not same_layout(tables[STATE].schema):
-        return None
-    if any(pc.any(pc.not_equal(table["method"], method())).as_py() for table in tables.values()):
-        return None
-    return {name: table.cast(SCHEMAS[name]) for name, table in tables.items()}
-
-
-def _run_touched(
-    con: duckdb.DuckDBPyConnection,
-    results: str,
-    revisions: pa.Table,
-    prior: dict[str, pa.Table],
-    touched: pa.Table,
-    pool: SeriesPool | None,
-) -> tuple[dict[str, pa.Table], Counts]:
-    """Both tables, the ``touched`` series analysed (resumed from their state) and every other
-    series' rows carried from ``prior``: what ``_run`` over every series gives, since a series
-    with the same points is "unchanged" there and keeps its rows."""
-    con.register("cp_touched", touched)
-    results = f"(select * from {results} where series_digest in (select series_digest from cp_touched))"
-    inside = {name: pc.is_in(table["series_digest"], touched["series_digest"]) for name, table in prior.items()}
-    tables, counts = _run(con, results, revisions, prior[STATE].filter(inside[STATE]), pool)
-    carried = {name: table.filter(pc.invert(inside[name])) for name, table in prior.items()}
-    kept = carried[STATE]
-    counts.merge(Counts(series=kept.num_rows, unchanged=kept.num_rows, points=pc.sum(kept["points"]).as_py() or 0))
-    return _tables({name: [tables[name], carried[name]] for name in tables}), counts
-
-
-def add_to_generation(
-    gens: GenerationStore, gen: Generation, pool: SeriesPool | None = None
-) -> tuple[dict[str, Part], Counts]:
-    """Compute the change points of staged generation ``gen`` (on ``pool``'s workers; None: in
-    this process) and re-stage it with them and their state (``GenerationStore.restage``:
-    refused once ``gen`` is published or superseded).
-
-    The parts are named by their content, so a refresh that changes no gh-pages run writes no
-    new file and the new generation references the same parts as the last one.
-    """
-    from liger_warehouse.serve.database import cache_dir, open_duckdb
-
-    scratch_root = cache_dir() / "duckdb-spill"
-    scratch_root.mkdir(parents=True, exist_ok=True)
-    scratch = tempfile.mkdtemp(prefix="change-points-", dir=scratch_root)
-    try:
-        config = {"memory_limit": MEMORY_LIMIT, "temp_directory": scratch, "preserve_insertion_order": "false"}
-        con = open_duckdb(gens.storage, config=config)
-        try:
-            revisions = gens.read_table(gen, "dim_upstream_revision", ["revision_digest", "seq"])
-            results = gens.part_uris(gen, "fact_result")
-            parent = _parent(gens, gen)
-            prior = carried_tables(gens, parent) if parent else None
-            touched = touched_series(gens, gen, parent, revisions) if prior else None
-            if results and touched is not None:
-                tables, counts = _run_touched(con, _parquet(results), revisions, prior, touched, pool)
-            elif results:
-                state = [gens.storage.uri(p.file) for p in parent.parts(STATE)] if parent else []
-                tables, counts = _run(con, _parquet(results), revisions, _parquet(state) if state else None, pool)
-            else:
-                tables, counts = {name: SCHEMAS[name].empty_table() for name in (TABLE, STATE)}, Counts()
-        finally:
-            con.close()
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-    parts = {name: gens.write_content_part(name, data) for name, data in tables.items()}
-    for name, part in parts.items():
-        gen.tables[name] = [part]
-    gens.restage(gen)
-    return parts, counts
+def update(con: duckdb.DuckDBPyConnection, pool: SeriesPool | None = None) -> Counts:
+    """Replace both tables in the lake of ``con`` (inside its transaction) with the change points
+    of every series, each resumed from its prior state where its points allow (on ``pool``'s
+    workers; None: in this process)."""
+    revisions = con.sql("select revision_digest, seq from dim_upstream_revision").to_arrow_table()
+    (results,) = con.execute("select count(*) from fact_result").fetchone()
+    if results:
+        tables, counts = _run(con, "fact_result", revisions, prior_state(con), pool)
+    else:
+        tables, counts = {name: SCHEMAS[name].empty_table() for name in (TABLE, STATE)}, Counts()
+    for name, table in tables.items():
+        con.execute(f"delete from {name}")
+        con.register("new_rows", table)
+        con.execute(f"insert into {name} by name select * from new_rows")
+        con.unregister("new_rows")
+    return counts

@@ -1,4 +1,4 @@
-"""Integrity checks of a generation, in SQL over its Parquet parts.
+"""Integrity checks of the lake's tables, in SQL, run inside the publishing transaction.
 
 Each check returns the number of offending rows and a few examples, so a failure says what
 is wrong and where.
@@ -9,11 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import duckdb
-import pyarrow as pa
 
 from liger_warehouse.model.revisions import IMPORT
-from liger_warehouse.model.tables import DIGEST_COLUMN, DIMENSIONS, SCHEMAS
-from liger_warehouse.store.generations import Generation, GenerationStore, Part
+from liger_warehouse.model.tables import DIGEST_COLUMN, DIMENSIONS
 
 FACT_DIGESTS = {
     "protocol_digest": "dim_protocol",
@@ -35,18 +33,6 @@ class CheckOutcome:
     @property
     def passed(self) -> bool:
         return self.failures == 0
-
-
-def connect(gens: GenerationStore, gen: Generation, reader: bool = False) -> duckdb.DuckDBPyConnection:
-    """An in-memory DuckDB with a view per table of ``gen``; ``reader``: for a command that only
-    reads (``open_duckdb``)."""
-    from liger_warehouse.serve.database import open_duckdb
-    from liger_warehouse.serve.table_views import table_view_sql
-
-    con = open_duckdb(gens.storage, reader=reader)
-    for table in SCHEMAS:
-        con.execute(table_view_sql(gen, table))
-    return con
 
 
 def _outcome(con: duckdb.DuckDBPyConnection, name: str, table: str, sql: str) -> CheckOutcome:
@@ -109,17 +95,15 @@ def reconciliation(con: duckdb.DuckDBPyConnection, revisions: str = "dim_upstrea
     return _outcome(con, "every_row_reconciled", "fact_revision_member", sql)
 
 
-def all_checks(gens: GenerationStore, gen: Generation) -> list[CheckOutcome]:
-    con = connect(gens, gen)
-    try:
-        return [
-            *digest_uniqueness(con),
-            *referential_integrity(con),
-            quantile_order(con),
-            reconciliation(con),
-        ]
-    finally:
-        con.close()
+def all_checks(con: duckdb.DuckDBPyConnection) -> list[CheckOutcome]:
+    """Every check that needs no raw snapshot, over the tables ``con`` shows."""
+    return [*digest_uniqueness(con), *referential_integrity(con), quantile_order(con), reconciliation(con)]
+
+
+def audit(con: duckdb.DuckDBPyConnection, raw, new_revisions: list[str]) -> list[CheckOutcome]:
+    """The blocking checks of one publish: every check over the whole lake as this transaction
+    leaves it, and the rows of each new revision against an independent recount of its raw file."""
+    return [*all_checks(con), reconciliation_with_raw(con, raw, new_revisions)]
 
 
 def raw_recount(raw_bytes: bytes, source: str) -> int:
@@ -156,99 +140,3 @@ def reconciliation_with_raw(con: duckdb.DuckDBPyConnection, raw, revisions: list
         if n != (expected := raw_recount(raw.get(content), source))
     ]
     return CheckOutcome("rows_match_raw_snapshot", "fact_revision_member", len(bad), bad[:5])
-
-
-# -- the audit of one refresh: what it changed, not the whole history ------------------------
-#
-# A refresh adds parts and keeps the others by reference; kept parts are immutable and were
-# audited when they were written. So the staged generation is audited where it differs from
-# the published one: the new parts, plus the facts and members of every source a new part
-# belongs to (a source's fact part is rewritten whole), against whole dimensions (small).
-# The manifest checks below close the induction: one fact part per source, every row of a new
-# part in its source, and no part or revision a kept fact refers to dropped. Audit cost then
-# follows the new data, not the history; ``all_checks`` still audits everything.
-
-SCOPED = ("fact_result", "fact_revision_member", "quarantined_row")
-
-
-def _new_parts(gen: Generation, prior: Generation, table: str) -> list[Part]:
-    old = {p.file for p in prior.parts(table)}
-    return [p for p in gen.parts(table) if p.file not in old]
-
-
-def audit_scope(gens: GenerationStore, gen: Generation, prior: Generation) -> Generation:
-    """``gen`` restricted to the fact parts an audit of the change has to read."""
-    revisions = gens.read_table(gen, "dim_upstream_revision", ["revision_digest", "source_key"])
-    source_of = dict(zip(*(revisions.column(c).to_pylist() for c in ("revision_digest", "source_key")), strict=True))
-    sources = {p.key for p in _new_parts(gen, prior, "fact_result")}
-    sources |= {source_of.get(p.key) for t in SCOPED[1:] for p in _new_parts(gen, prior, t)}
-    tables = dict(gen.tables)
-    tables["fact_result"] = [p for p in gen.parts("fact_result") if p.key in sources]
-    for table in SCOPED[1:]:
-        new = {p.file for p in _new_parts(gen, prior, table)}
-        tables[table] = [p for p in gen.parts(table) if p.file in new or source_of.get(p.key) in sources]
-    return Generation(id=gen.id, parent=gen.parent, created_at=gen.created_at, tables=tables)
-
-
-def connect_changes(gens: GenerationStore, gen: Generation, prior: Generation) -> duckdb.DuckDBPyConnection:
-    """Views of ``gen`` for auditing what it changes since ``prior``; ``audited_revision`` holds
-    the revisions whose rows are in scope."""
-    scope = audit_scope(gens, gen, prior)
-    con = connect(gens, scope)
-    con.execute(
-        "create or replace temp view audited_revision as select * from dim_upstream_revision "
-        "where revision_digest in (select revision_digest from fact_revision_member "
-        "union all select revision_digest from quarantined_row)"
-    )
-    return con
-
-
-def part_invariants(gens: GenerationStore, gen: Generation, prior: Generation) -> list[CheckOutcome]:
-    """The manifest facts that let an audit of the change stand for an audit of everything."""
-    keys = [p.key for p in gen.parts("fact_result")]
-    twice = sorted({k for k in keys if keys.count(k) > 1}) if len(set(keys)) < len(keys) else []
-    new_facts = _new_parts(gen, prior, "fact_result")
-    outside = _rows_outside_their_source(gens, new_facts)
-    # A schema migration writes the dimensions anew, and then every fact part too (so the audit
-    # of the change reads every fact and member against the new dimensions).
-    migrated = gen.schema_version != prior.schema_version and len(new_facts) == len(gen.parts("fact_result"))
-    dropped = [
-        f"{t} part {p.file} dropped"
-        for t in DIMENSIONS
-        for p in prior.parts(t)
-        if not migrated and p.file not in {q.file for q in gen.parts(t)}
-    ]
-    kept = set(gens.read_table(gen, "dim_upstream_revision", ["revision_digest"]).column(0).to_pylist())
-    lost = [
-        r
-        for r in gens.read_table(prior, "dim_upstream_revision", ["revision_digest"]).column(0).to_pylist()
-        if r not in kept
-    ]
-    dropped += [f"revision {r} dropped" for r in lost]
-    return [
-        CheckOutcome(
-            "one_part_per_source",
-            "fact_result",
-            len(twice) + len(outside),
-            [f"source {k} has several parts" for k in twice][:5] + outside[:5],
-        ),
-        CheckOutcome("prior_references_kept", "fact_result", len(dropped), dropped[:5]),
-    ]
-
-
-def _rows_outside_their_source(gens: GenerationStore, parts: list[Part]) -> list[str]:
-    if not parts:
-        return []
-    from liger_warehouse.serve.database import open_duckdb
-
-    con = open_duckdb(gens.storage)
-    try:
-        uris = [gens.storage.uri(p.file) for p in parts]
-        con.register("part_key", pa.table({"uri": uris, "key": [p.key for p in parts]}))
-        rows = con.execute(
-            f"select k.key, f.source_key, count(*) from read_parquet({uris!r}, filename = true) f "
-            "join part_key k on f.filename = k.uri where f.source_key != k.key group by all"
-        ).fetchall()
-    finally:
-        con.close()
-    return [f"part of {key} holds {n} rows of {source}" for key, source, n in rows]

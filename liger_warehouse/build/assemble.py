@@ -1,8 +1,8 @@
-"""The new generation's parts, assembled from what was normalized: each source's results with
-their sightings and current flags, the change counts, revision members and quarantine, the
+"""One refresh's rows written into the lake, from what was normalized: each source's results
+with their sightings and current flags, the change counts, revision members and quarantine, the
 dimensions, the revisions, the golden commits and the summary.
 
-Every part the build does not write stays the prior generation's, by reference.
+A source's ``fact_result`` rows are replaced only when they changed; every other row stays.
 """
 
 from __future__ import annotations
@@ -10,16 +10,16 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+import duckdb
 import polars as pl
 import pyarrow as pa
 
 from liger_warehouse.build.plan import PendingRevision
-from liger_warehouse.model.digests import content_digest, hex_part
+from liger_warehouse.model.digests import content_digest
 from liger_warehouse.model.revisions import IMPORT, RevisionRef
 from liger_warehouse.model.tables import DIMENSIONS, INGESTED, SCHEMAS
 from liger_warehouse.model.versions import parse_version
 from liger_warehouse.normalize.dimensions import Dimensions
-from liger_warehouse.store.generations import Generation, GenerationStore
 
 
 @dataclass
@@ -36,25 +36,37 @@ class Summary:
     no_longer_upstream: list[str] = field(default_factory=list)
 
 
-class GenerationAssembler:
-    """Writes the parts of ``gen``, built on ``prior``, and notes whether anything changed."""
+class LakeWriter:
+    """Writes one refresh's rows into the lake tables of ``con`` (inside its transaction), and
+    notes whether anything changed and which sources did."""
 
-    def __init__(self, gens: GenerationStore, prior: Generation, gen: Generation, changed: bool) -> None:
-        self.gens, self.prior, self.gen = gens, prior, gen
+    def __init__(self, con: duckdb.DuckDBPyConnection, changed: bool = False) -> None:
+        self.con = con
         self.summary = Summary()
         self.changed = changed
+        self.changed_sources: set[str] = set()
+
+    def _insert(self, table: str, data: pa.Table) -> None:
+        if data.num_rows == 0:
+            return
+        self.con.register("new_rows", data)
+        try:
+            self.con.execute(f"insert into {table} by name select * from new_rows")
+        finally:
+            self.con.unregister("new_rows")
+        self.changed = True
+
+    def read(self, sql: str, table: str, params: list | None = None) -> pa.Table:
+        """Rows of ``table`` the SQL selects, in its schema."""
+        return self.con.execute(sql, params or []).to_arrow_table().cast(SCHEMAS[table])
 
     # -- one source ---------------------------------------------------------------------
 
     def write_revision(self, rev: PendingRevision) -> None:
         """The members and quarantined records of one normalized revision."""
-        name = hex_part(rev.digest)
-        self.gen.tables["fact_revision_member"].append(
-            self.gens.write_part("fact_revision_member", rev.digest, name, rev.members)
-        )
+        self._insert("fact_revision_member", rev.members)
         if rev.quarantined:
-            bad = pa.Table.from_pylist(rev.quarantined, schema=SCHEMAS["quarantined_row"])
-            self.gen.tables["quarantined_row"].append(self.gens.write_part("quarantined_row", rev.digest, name, bad))
+            self._insert("quarantined_row", pa.Table.from_pylist(rev.quarantined, schema=SCHEMAS["quarantined_row"]))
         self.summary.revisions.append(
             {
                 "revision": rev.ref.label,
@@ -67,28 +79,27 @@ class GenerationAssembler:
         )
 
     def prior_results(self, source_key: str) -> pl.DataFrame:
-        """The ``fact_result`` rows of ``source_key`` in the prior generation."""
-        parts = [p for p in self.prior.parts("fact_result") if p.key == source_key]
-        return pl.from_arrow(self.gens.read_parts("fact_result", parts))
+        """The ``fact_result`` rows of ``source_key`` as the lake holds them."""
+        sql = "select * from fact_result where source_key = ? order by result_digest"
+        return pl.from_arrow(self.read(sql, "fact_result", [source_key]))
 
     def head_members(self, head: str, ingested: list[PendingRevision]) -> pl.Series:
         """The result digests of the head revision's members (repeats possible)."""
         for rev in ingested:
             if rev.digest == head:
                 return pl.Series(rev.members["result_digest"], dtype=pl.String)
-        parts = [p for p in self.prior.parts("fact_revision_member") if p.key == head]
-        members = self.gens.read_parts("fact_revision_member", parts, ["result_digest"])
-        return pl.Series(members.column(0), dtype=pl.String)
+        sql = "select result_digest from fact_revision_member where revision_digest = ?"
+        return pl.Series(self.con.execute(sql, [head]).to_arrow_table().column(0), dtype=pl.String)
 
     def write_results(self, source_key: str, prior: pl.DataFrame, results: pl.DataFrame) -> None:
-        """Replace the source's ``fact_result`` part when its results changed."""
+        """Replace the source's ``fact_result`` rows when they changed."""
         if results.equals(prior):
             return
         self._count_changes(prior, results)
-        part = self.gens.write_part(
-            "fact_result", source_key, fact_part_name(source_key, self.gen.id), results.to_arrow()
-        )
-        self.gen.tables["fact_result"] = [p for p in self.gen.tables["fact_result"] if p.key != source_key] + [part]
+        if not prior.is_empty():
+            self.con.execute("delete from fact_result where source_key = ?", [source_key])
+        self._insert("fact_result", results.to_arrow().cast(SCHEMAS["fact_result"]))
+        self.changed_sources.add(source_key)
         self.changed = True
 
     def _count_changes(self, prior: pl.DataFrame, results: pl.DataFrame) -> None:
@@ -106,17 +117,15 @@ class GenerationAssembler:
     # -- small, whole tables --------------------------------------------------------------
 
     def write_dimensions(self, dims: Dimensions) -> None:
-        """The dimension rows first seen in this build, and ``dim_version`` when it grew."""
+        """The dimension rows first seen in this refresh, and ``dim_version`` when it grew."""
         for table in DIMENSIONS:
             rows = list(dims.new[table].values())
             if rows:
-                data = pa.Table.from_pylist(rows, schema=SCHEMAS[table])
-                self.gen.tables[table].append(self.gens.write_part(table, self.gen.id, self.gen.id, data))
-                self.changed = True
-        versions = self.gens.read_table(self.prior, "dim_implementation", ["liger_version"]).column(0).to_pylist()
-        versions += [r["liger_version"] for r in dims.new["dim_implementation"].values()]
-        table = _version_table(set(versions))
-        if table.num_rows != self.prior.rows("dim_version"):
+                self._insert(table, pa.Table.from_pylist(rows, schema=SCHEMAS[table]))
+        versions = self.con.execute("select distinct liger_version from dim_implementation").fetchall()
+        table = _version_table({v for (v,) in versions})
+        (held,) = self.con.execute("select count(*) from dim_version").fetchone()
+        if table.num_rows != held:
             self._replace_whole("dim_version", table)
 
     def write_revisions(self, held: dict[str, dict], heads: set[str], listed: dict[str, RevisionRef]) -> None:
@@ -137,8 +146,8 @@ class GenerationAssembler:
         if golden is None:
             return
         value = content_digest(golden)
-        prior = self.gens.read_table(self.prior, "golden_commit", ["content_digest"]).column(0).to_pylist()
-        if prior[:1] == [value]:
+        prior = self.con.execute("select content_digest from golden_commit limit 1").fetchall()
+        if prior == [(value,)]:
             return
         data = json.loads(golden)
         default = data.get("default_commit")
@@ -149,13 +158,14 @@ class GenerationAssembler:
         self._replace_whole("golden_commit", pa.Table.from_pylist(rows, schema=SCHEMAS["golden_commit"]))
 
     def _replace_whole(self, table: str, data: pa.Table) -> None:
-        self.gen.tables[table] = [self.gens.write_part(table, "all", self.gen.id, data)]
+        self.con.execute(f"delete from {table}")
+        self._insert(table, data)
         self.changed = True
 
-    def summary_dict(self, migration: dict | None, withdrawn: str | None, rederived: bool = False) -> dict:
-        """The generation's summary: what ``Summary`` holds, row counts, the migration or
-        withdrawal it carries, and whether it was staged to derive its tables again."""
+    def summary_dict(self, withdrawn: str | None = None) -> dict:
+        """What ``Summary`` holds, row counts, and the withdrawal it carries."""
         s = self.summary
+        counts = {t: self.con.execute(f"select count(*) from {t}").fetchone()[0] for t in INGESTED}
         return {
             "revisions_ingested": len(s.revisions),
             "results_added": s.added,
@@ -166,10 +176,8 @@ class GenerationAssembler:
             "deferred": s.deferred,
             "warnings": s.warnings,
             "no_longer_upstream": s.no_longer_upstream,
-            "row_counts": {t: self.gen.rows(t) for t in INGESTED},
-            **({"migration": migration} if migration else {}),
+            "row_counts": counts,
             **({"withdrawn": withdrawn} if withdrawn else {}),
-            **({"rederived": True} if rederived else {}),
         }
 
 
@@ -252,9 +260,3 @@ def _version_table(versions: set[str]) -> pa.Table:
 def _all_equal(df: pl.DataFrame, columns: tuple[str, ...], value: str) -> bool:
     """Whether every row of ``df`` holds ``value`` in each of ``columns``."""
     return bool(df.select(pl.all_horizontal(pl.col(c).eq_missing(value) for c in columns).all()).item())
-
-
-def fact_part_name(source_key: str, gen_id: str) -> str:
-    """The file name of a source's ``fact_result`` part written by generation ``gen_id``."""
-    slug = "".join(c if c.isalnum() else "-" for c in source_key).strip("-").lower()
-    return f"{slug}-{gen_id}"

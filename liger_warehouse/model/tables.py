@@ -391,6 +391,8 @@ CHANGE_POINT_TABLES = ("fact_change_point", "change_point_state")
 # Derived by later assets from a staged generation, never by ingest: none is published from older facts.
 DERIVED = (*CHANGE_POINT_TABLES, *SQL_MODELS)
 INGESTED = tuple(t for t in SCHEMAS if t not in DERIVED)
+# The tables the lake stores as written, not recreated from sql/derived/ at each publish.
+STORED = (*INGESTED, *CHANGE_POINT_TABLES)
 
 
 def empty(name: str) -> pa.Table:

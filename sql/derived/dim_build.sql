@@ -40,4 +40,5 @@ select
     coalesce(r.runs, []) as runs,
     r.last_run_seq
 from ranked as r
-left join dim_version as v using (liger_version);
+left join dim_version as v using (liger_version)
+order by build_rank;

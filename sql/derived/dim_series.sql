@@ -45,4 +45,5 @@ from named as n
 join dim_protocol as p using (protocol_digest)
 join dim_workload as w using (workload_digest)
 join dim_environment as e using (environment_digest)
-join dim_implementation as i using (implementation_digest);
+join dim_implementation as i using (implementation_digest)
+order by series_digest;

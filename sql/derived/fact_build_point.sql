@@ -33,4 +33,5 @@ select
     max(p.observed_at) as observed_at
 from point as p
 semi join basis as b using (build, series_digest, from_run)
-group by p.build, p.series_digest;
+group by p.build, p.series_digest
+order by build, series_digest;

@@ -16,4 +16,5 @@ select
     max(observed_at) as last_observed,
     count(*) as results
 from result_build
-group by source_key, build, source_label, liger_version, build_kind;
+group by source_key, build, source_label, liger_version, build_kind
+order by source_key, build, source_label;

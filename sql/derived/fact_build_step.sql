@@ -30,4 +30,5 @@ from decompose_points((
     from steps
 )) as d
 left join series_step as s
-    on s.series_digest = d.series_digest and s.prev_build = d.pair.base_key and s.build = d.pair.head_key;
+    on s.series_digest = d.series_digest and s.prev_build = d.pair.base_key and s.build = d.pair.head_key
+order by head_build, base_build, series_digest;

@@ -28,3 +28,4 @@ window recent as (
     order by seq, run  -- runs sharing a place in upstream's list in name order, as fact_run_step
     rows between verdict_rule().recent_runs - 1 preceding and current row
 )
+order by run, series_digest;

@@ -62,4 +62,5 @@ select
     rep.new.observed_at as replacement_observed_at
 from gone as g
 left join changed_by as c using (result_digest)
-left join replacement as rep using (result_digest);
+left join replacement as rep using (result_digest)
+order by source_key, result_digest;

@@ -24,4 +24,5 @@ select
 from standing as s
 join fact_result as f using (result_digest)
 join result_build as b using (result_digest)
-join dim_upstream_revision as r on r.revision_digest = f.first_revision_digest;
+join dim_upstream_revision as r on r.revision_digest = f.first_revision_digest
+order by run, series_digest;

@@ -36,4 +36,5 @@ from decompose_points((
     from steps
 )) as d
 semi join ordered as o
-    on o.series_digest = d.series_digest and o.prev_run = d.pair.base_key and o.run = d.pair.head_key;
+    on o.series_digest = d.series_digest and o.prev_run = d.pair.base_key and o.run = d.pair.head_key
+order by head_run, series_digest;

@@ -65,4 +65,5 @@ select
     residual_pool is not null and sweep_pool is not null as pooled,
     sqrt(residual_noise ^ 2 + sweep_noise ^ 2) as noise,
     exp(verdict_rule().significance * greatest(residual_noise, sweep_noise)) - 1 as detectable_change
-from shrunk;
+from shrunk
+order by series_digest;

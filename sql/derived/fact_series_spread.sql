@@ -49,4 +49,5 @@ select
     w.sweep_spread
 from dim_series as s
 left join own as o using (series_digest)
-left join sweep as w using (sweep_key);
+left join sweep as w using (sweep_key)
+order by series_digest;

@@ -25,4 +25,5 @@ select
         / (o.history + verdict_rule().prior_steps)
     ) as noise
 from fact_speedup_spread as o
-left join pooled as p using (metric);
+left join pooled as p using (metric)
+order by liger_series_digest, baseline_series_digest;

@@ -107,4 +107,5 @@ select
     l.is_current and b.is_current as is_current
 from matched as m
 join result as l on l.result_digest = m.liger_result_digest
-join result as b on b.result_digest = m.baseline_result_digest;
+join result as b on b.result_digest = m.baseline_result_digest
+order by source_key, liger_result_digest, baseline_result_digest;

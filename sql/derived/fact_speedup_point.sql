@@ -45,4 +45,5 @@ select
     list(distinct revision order by revision) as sources
 from placed
 semi join basis using (liger_series_digest, baseline_series_digest, metric, baseline_provider, build, from_run)
-group by all;
+group by all
+order by build, liger_series_digest, baseline_series_digest;

@@ -20,4 +20,5 @@ select
     max_by(head_run, (r.seq, head_run)) as last_run
 from fact_speedup_step
 join gh_pages_runs() as r on r.run = head_run
-group by liger_series_digest, baseline_series_digest;
+group by liger_series_digest, baseline_series_digest
+order by liger_series_digest, baseline_series_digest;

@@ -38,4 +38,5 @@ from pairing
 window history as (
     -- runs sharing a place in upstream's list (one inserted later) in name order, as fact_run_step
     partition by liger_series_digest, baseline_series_digest order by run_seq, run
-);
+)
+order by head_run, liger_series_digest, baseline_series_digest;

@@ -13,4 +13,5 @@ select
     max_by(run, (seq, run), verdict_rule().recent_runs) as runs
 from fact_run_point
 join gh_pages_runs() using (run)
-group by series_digest;
+group by series_digest
+order by series_digest;

@@ -4,7 +4,7 @@
 --     select * from compare_runs('previous', 'latest') where verdict = 'regression';
 -- Runs are named as upstream names them ('7644a0f', '7644a0f-v0.7.0') or 'latest' / 'previous';
 -- a run the warehouse does not hold is an error listing the newest it does (`known_run`).
--- `threshold` is a fraction; without it the session's `regression_threshold()` (5%) applies.
+-- `threshold` is a fraction; without it ('session') the session's `regression_threshold()` (5%) applies.
 -- The head is also judged against the base's recent level (`fact_recent_point`): a change the
 -- base run shows is no `regression` or `improvement` when the head is `unchanged` against the
 -- median of the base run and the runs before it (one unlucky base run). `recent_p50`,
@@ -12,7 +12,7 @@
 -- With `recent := false` the verdict stands on the base run alone (the evidence is still shown):
 -- more changes found, more false alarms (docs/VERDICTS.md, "At equal recall").
 -- reads: comparison, known_run, regression_threshold
-create or replace macro compare_runs(base, head, threshold := null, recent := true) as table
+create or replace macro compare_runs(base, head, threshold := 'session', recent := true) as table
 with judged as (
     select *
     from comparison(
@@ -20,7 +20,7 @@ with judged as (
             {'base_kind': 'run', 'base_key': known_run(base), 'head_kind': 'run', 'head_key': known_run(head)},
             {'base_kind': 'recent', 'base_key': known_run(base), 'head_kind': 'run', 'head_key': known_run(head)}
         ],
-        coalesce(threshold, regression_threshold())
+        coalesce(try_cast(threshold as double), regression_threshold())
     )
 ),
 against_base as (

@@ -10,7 +10,7 @@
 -- `threshold` is a fraction; without it the session's `regression_threshold()` (5%) applies.
 --     select * from compare_versions('0.6.3', '0.7.0') where verdict = 'regression';
 -- reads: comparison, known_build, regression_threshold
-create or replace macro compare_versions(base, head, threshold := null) as table
+create or replace macro compare_versions(base, head, threshold := 'session') as table
 select
     * exclude (base_kind, base, head),
     -- the builds the names resolved to (qualified: a bare `base` is the macro's argument)
@@ -18,5 +18,5 @@ select
     c.head as head_version
 from comparison(
     [{'base_kind': 'build', 'base_key': known_build(base), 'head_kind': 'build', 'head_key': known_build(head)}],
-    coalesce(threshold, regression_threshold())
+    coalesce(try_cast(threshold as double), regression_threshold())
 ) as c;

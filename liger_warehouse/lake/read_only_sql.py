@@ -7,7 +7,7 @@ import re
 
 import duckdb
 
-from liger_warehouse.serve.database import SESSION_SETTINGS
+from liger_warehouse.lake.connect import SESSION_SETTINGS
 
 
 class NotAQuery(ValueError):

@@ -17,6 +17,7 @@ from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
 
 LOADED_KINDS = ("macros", "views")
+KINDS = (*LOADED_KINDS, "derived")
 _READS = re.compile(r"^--\s*reads:(.*)$", re.MULTILINE)
 _DEFINES = re.compile(r"create\s+or\s+replace\s+(?:view|macro)\s+(\w+)", re.IGNORECASE)
 _COMMENT_OR_STRING = re.compile(r"--[^\n]*|'(?:[^']|'')*'")
@@ -41,6 +42,11 @@ class SqlFile:
     name: str  # the object it defines (a view or macro), or the derived table it selects
     reads: frozenset[str]
     sql: str
+
+    @property
+    def kind(self) -> str:
+        """``macros``, ``views`` or ``derived``: the folder it is in."""
+        return self.path.parent.name
 
     def label(self, sql_dir: Path) -> str:
         return self.path.relative_to(sql_dir).as_posix()
@@ -85,10 +91,10 @@ def read_sql_file(path: Path, sql_dir: Path, known: set[str]) -> SqlFile:
 
 
 def load_order(sql_dir: Path, tables: set[str]) -> list[SqlFile]:
-    """The macros and views of ``sql_dir`` in an order where each comes after what it reads;
-    ``tables`` are the objects that exist before any of them (the published tables)."""
-    paths = sorted(p for kind in LOADED_KINDS for p in (sql_dir / kind).glob("*.sql"))
-    known = tables | {p.stem for p in paths} | {p.stem for p in (sql_dir / "derived").glob("*.sql")}
+    """The macros, views and derived tables of ``sql_dir`` in an order where each comes after
+    what it reads; ``tables`` are the objects that exist before any of them (the stored tables)."""
+    paths = sorted(p for kind in KINDS for p in (sql_dir / kind).glob("*.sql"))
+    known = tables | {p.stem for p in paths}
     files = {f.name: f for f in (read_sql_file(p, sql_dir, known) for p in paths)}
     graph = TopologicalSorter({name: sorted(f.reads & files.keys()) for name, f in sorted(files.items())})
     try:

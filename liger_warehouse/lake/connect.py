@@ -1,0 +1,122 @@
+"""Connections to a lake: a writer's, in which one refresh is one transaction, and a reader's,
+read-only and locked down to the lake's own files.
+
+A reader attaches the catalog ``READ_ONLY`` (at an earlier snapshot for time travel): it never
+writes, never blocks a writer, and sees one committed snapshot from its first query to its last.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+import duckdb
+
+from liger_warehouse import settings
+from liger_warehouse.lake import extensions
+from liger_warehouse.lake.location import ALIAS, Lake, NoWarehouse
+
+# Never fetch an extension at run time: a missing one is an error, not a download.
+NO_DOWNLOADS = {"autoinstall_known_extensions": "false", "autoload_known_extensions": "false"}
+# DuckDB's own default is 80% of RAM; the refresh's budget is 3 GiB for the whole process tree,
+# so its queries spill to disk past this instead of growing (docs/PERFORMANCE.md).
+DEFAULT_MEMORY_LIMIT = "1GB"
+# The one setting a locked-down session may still change (README: `set memory_limit`).
+SESSION_SETTINGS = ("memory_limit",)
+
+
+def cache_dir(s: settings.Settings | None = None) -> Path:
+    """Local scratch space: ``$LIGER_WAREHOUSE_CACHE_DIR``, else ``$XDG_CACHE_HOME/liger-warehouse``."""
+    s = s or settings.current()
+    base = s.cache_dir or os.path.join(s.xdg_cache_home or "~/.cache", "liger-warehouse")
+    return Path(base).expanduser()
+
+
+def _memory(reader: bool) -> dict[str, str]:
+    """The memory limit, and where queries spill beyond it. A writer makes its spill folder; a
+    reader creates no file unless it spills, into a folder of its own process."""
+    s = settings.current()
+    scratch = cache_dir(s)
+    if reader:
+        spill = (scratch if scratch.is_dir() else Path(tempfile.gettempdir())) / f"duckdb-spill-{os.getpid()}"
+    else:
+        spill = scratch / "duckdb-spill"
+        spill.mkdir(parents=True, exist_ok=True)
+    return {"memory_limit": s.duckdb_memory_limit or DEFAULT_MEMORY_LIMIT, "temp_directory": str(spill)}
+
+
+def _s3_secret(con: duckdb.DuckDBPyConnection, lake: Lake) -> None:
+    """Credentials and endpoint for an ``s3://`` data path, from the settings."""
+    s = settings.current()
+    options = ["type s3"]
+    if s.aws_access_key_id:
+        options += [f"key_id '{s.aws_access_key_id}'", f"secret '{s.aws_secret_access_key or ''}'"]
+    if s.aws_region:
+        options.append(f"region '{s.aws_region}'")
+    if s.s3_endpoint:
+        endpoint = s.s3_endpoint.split("://", 1)
+        options += [f"endpoint '{endpoint[-1].rstrip('/')}'", "url_style 'path'"]
+        options.append(f"use_ssl {'true' if endpoint[0] == 'https' else 'false'}")
+    con.execute(f"create or replace secret liger_data ({', '.join(options)})")
+
+
+def open_lake(
+    lake: Lake,
+    *,
+    read_only: bool = False,
+    snapshot: int | None = None,
+    at_time: str | None = None,
+    config: dict | None = None,
+) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB with ``lake`` attached as ``liger`` and in use. A writer creates the
+    catalog when there is none; a reader refuses (``NoWarehouse``)."""
+    if read_only and not lake.exists():
+        raise NoWarehouse(f"no warehouse at {lake.catalog}: run `liger-warehouse refresh` first")
+    con = duckdb.connect(config={**NO_DOWNLOADS, **_memory(read_only), **(config or {})})
+    try:
+        extensions.load(con, lake.extensions())
+        if not lake.data_is_local:
+            _s3_secret(con, lake)
+        elif not read_only:
+            Path(lake.data).mkdir(parents=True, exist_ok=True)
+        if not read_only and lake.catalog_file is not None:
+            lake.catalog_file.parent.mkdir(parents=True, exist_ok=True)
+        con.execute(lake.attach_sql(read_only, snapshot, at_time))
+        con.execute(f"use {ALIAS}")
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+def lock_down(con: duckdb.DuckDBPyConnection, lake: Lake, allow_read: Sequence[Path] = ()) -> None:
+    """After this, ``con`` reads the lake's own files and those of ``allow_read``, loads no
+    extension, and its settings stay as they are (``SESSION_SETTINGS`` apart), for good.
+
+    DuckDB still lets a locked connection ATTACH or COPY where it may read, so user SQL must
+    also pass ``read_only_statements``."""
+    paths = [p.resolve() for p in allow_read]
+    con.execute("set allowed_directories = ?", [[lake.data, *(f"{p}/" for p in paths if p.is_dir())]])
+    con.execute("set allowed_paths = ?", [[str(p) for p in paths if not p.is_dir()]])
+    con.execute("set allowed_configs = ?", [list(SESSION_SETTINGS)])
+    con.execute("set enable_external_access = false")
+    con.execute("set lock_configuration = true")
+
+
+def read_lake(lake: Lake, as_of: str | None = None, allow_read: Sequence[Path] = ()) -> duckdb.DuckDBPyConnection:
+    """A locked-down reader of ``lake``, at snapshot ``as_of`` (a snapshot id or a timestamp)
+    when given, else the newest."""
+    snapshot, at_time = parse_as_of(as_of)
+    con = open_lake(lake, read_only=True, snapshot=snapshot, at_time=at_time)
+    lock_down(con, lake, allow_read)
+    return con
+
+
+def parse_as_of(as_of: str | None) -> tuple[int | None, str | None]:
+    """``--as-of``: a snapshot id (an integer) or a timestamp DuckDB understands."""
+    if as_of is None:
+        return None, None
+    text = as_of.strip()
+    return (int(text), None) if text.isdigit() else (None, text)

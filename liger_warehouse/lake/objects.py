@@ -1,0 +1,110 @@
+"""What the lake's catalog holds: the stored tables (created once, from their Arrow schemas),
+then every macro, view and derived table of ``sql/``, created in the order of what each reads.
+
+A derived table is a ``select`` in ``sql/derived/<table>.sql``, recreated whole at each publish
+(``create or replace table … as``); a macro or view is its file's own ``create or replace``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+from hashlib import sha256
+from importlib import resources
+from pathlib import Path
+
+import duckdb
+
+from liger_warehouse.lake.sql_files import SqlFile, load_order
+
+# The repository's top-level sql/ (macros/, views/, derived/), installed as the package
+# liger_warehouse.sql (setup.py).
+SQL_DIR = Path(str(resources.files("liger_warehouse.sql")))
+# Which SQL and schema version the catalog's objects were created from (``sql_current``).
+BUILT_FROM = "warehouse_build"
+
+
+class MissingViews(RuntimeError):
+    """No analytic view to create: the lake would hold the tables and nothing else."""
+
+
+@dataclass(frozen=True)
+class Created:
+    """The names of the objects one publish created, by kind."""
+
+    derived: list[str]
+    views: list[str]
+
+
+def create_tables(con: duckdb.DuckDBPyConnection) -> None:
+    """The stored tables (ingested facts and dimensions, change points) the lake lacks."""
+    from liger_warehouse.model.tables import SCHEMAS, STORED
+
+    have = {
+        row[0]
+        for row in con.execute(
+            "select table_name from duckdb_tables() where database_name = current_database()"
+        ).fetchall()
+    }
+    for name in STORED:
+        if name not in have:
+            con.register("empty_table", SCHEMAS[name].empty_table())
+            con.execute(f"create table {name} as select * from empty_table")
+            con.unregister("empty_table")
+
+
+def sql_objects(sql_dir: Path = SQL_DIR) -> list[SqlFile]:
+    """Every macro, view and derived table of ``sql_dir``, each after what it reads; an error
+    when there is no view, so a broken install fails instead of publishing tables alone."""
+    from liger_warehouse.model.tables import STORED
+
+    files = load_order(sql_dir, set(STORED))
+    if not any(f.kind == "views" for f in files):
+        raise MissingViews(f"no analytic views (*.sql) in {sql_dir}: this installation lacks sql/; reinstall it")
+    return files
+
+
+def create_sql_objects(con: duckdb.DuckDBPyConnection, sql_dir: Path = SQL_DIR) -> Created:
+    """Each object of ``sql/`` in load order; the first that fails is the cause, and is named."""
+    derived, views = [], []
+    for file in sql_objects(sql_dir):
+        statement = file.sql
+        if file.kind == "derived":
+            statement = f"create or replace table {file.name} as\n{file.sql.rstrip().rstrip(';')}"
+        try:
+            con.execute(statement)
+        except duckdb.Error as exc:
+            raise RuntimeError(f"{file.label(sql_dir)}: {exc}") from exc
+        (derived if file.kind == "derived" else views).append(file.name)
+    con.execute(
+        f"create or replace view {BUILT_FROM} as select '{sql_version(sql_dir)}' as sql_version, "
+        f"{_schema_version()} as schema_version"
+    )
+    return Created(derived, views)
+
+
+def derived_tables(sql_dir: Path = SQL_DIR) -> list[str]:
+    """The derived tables, one per file of ``sql/derived/``."""
+    return sorted(p.stem for p in (sql_dir / "derived").glob("*.sql"))
+
+
+def sql_current(con: duckdb.DuckDBPyConnection, sql_dir: Path = SQL_DIR) -> bool:
+    """Whether the catalog's objects were created from this code's ``sql/`` and schema version."""
+    try:
+        row = con.execute(f"select sql_version, schema_version from {BUILT_FROM}").fetchone()
+    except duckdb.CatalogException:
+        return False
+    return row == (sql_version(sql_dir), _schema_version())
+
+
+@cache
+def sql_version(sql_dir: Path = SQL_DIR) -> str:
+    """A digest of every file of ``sql_dir``: what the catalog's objects were created from."""
+    texts = [p.read_text() for p in sorted(sql_dir.rglob("*.sql"))]
+    return sha256("\0".join(texts).encode()).hexdigest()[:16]
+
+
+def _schema_version() -> int:
+    from liger_warehouse.model.tables import SCHEMA_VERSION
+
+    return SCHEMA_VERSION
