@@ -76,7 +76,8 @@ class Refreshed:
 
     @property
     def database(self) -> Path:
-        return self.root / "liger.duckdb"
+        """The lake's catalog (its data is in ``<root>/lake/``)."""
+        return self.root / "catalog.sqlite"
 
 
 def refresh(

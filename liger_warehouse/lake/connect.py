@@ -120,3 +120,26 @@ def parse_as_of(as_of: str | None) -> tuple[int | None, str | None]:
         return None, None
     text = as_of.strip()
     return (int(text), None) if text.isdigit() else (None, text)
+
+
+def held_revisions(lake: Lake) -> set[str]:
+    """The revision digests the lake holds (none before its first publish)."""
+    if not lake.exists():
+        return set()
+    with open_lake(lake, read_only=True) as con:
+        try:
+            return {d for (d,) in con.execute("select revision_digest from dim_upstream_revision").fetchall()}
+        except duckdb.CatalogException:
+            return set()
+
+
+def snapshot_of(con: duckdb.DuckDBPyConnection) -> int:
+    """The snapshot ``con`` reads: what a report or export made from it is named by."""
+    (snapshot,) = con.execute(f"from {ALIAS}.current_snapshot()").fetchone()
+    return snapshot
+
+
+def latest_snapshot(lake: Lake) -> int:
+    """The lake's newest snapshot."""
+    with open_lake(lake, read_only=True) as con:
+        return snapshot_of(con)

@@ -44,6 +44,16 @@ class SqlFile:
     sql: str
 
     @property
+    def description(self) -> str:
+        """The header's comment lines before ``-- reads:``: what one row (or call) is."""
+        lines = []
+        for line in self.sql.splitlines():
+            if not line.startswith("--") or _READS.match(line):
+                break
+            lines.append(line.removeprefix("--").strip())
+        return " ".join(line for line in lines if line)
+
+    @property
     def kind(self) -> str:
         """``macros``, ``views`` or ``derived``: the folder it is in."""
         return self.path.parent.name

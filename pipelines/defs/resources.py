@@ -2,16 +2,14 @@
 
 import logging
 import os
-from pathlib import Path
 
 import dagster as dg
 from pydantic import PrivateAttr
 
 from liger_warehouse import settings
 from liger_warehouse.analysis.series_pool import SeriesPool
-from liger_warehouse.serve.database import database_path
+from liger_warehouse.lake.location import Lake
 from liger_warehouse.settings import DEFAULT_API_BASE, DEFAULT_RAW_BASE, DEFAULT_UPSTREAM
-from liger_warehouse.store.generations import GenerationStore
 from liger_warehouse.store.raw import RawStore
 from liger_warehouse.store.storage import Storage
 from liger_warehouse.upstream.http import HttpPolicy
@@ -20,22 +18,21 @@ from liger_warehouse.upstream.sources import Upstream
 
 
 class WarehouseResource(dg.ConfigurableResource):
-    """The warehouse root: a directory (default ``./warehouse``) or an object-store URI."""
+    """The warehouse root (a directory, default ``./warehouse``, or an object-store URI) with its
+    raw store, and the lake: its DuckLake catalog and data path (by default in the root)."""
 
     root: str = "warehouse"
+    catalog: str | None = None
+    data: str | None = None
 
     def storage(self) -> Storage:
         return Storage(self.root)
 
-    def generations(self) -> GenerationStore:
-        return GenerationStore(self.storage())
-
     def raw(self) -> RawStore:
         return RawStore(self.storage())
 
-    def database_path(self) -> Path:
-        """The local liger.duckdb: in the root, or a cache copy for an object-store root."""
-        return database_path(self.storage())
+    def lake(self) -> Lake:
+        return Lake.of(self.root, self.catalog, self.data)
 
 
 class ChangePointResource(dg.ConfigurableResource):
@@ -113,7 +110,7 @@ def resources() -> dg.Definitions:
     s = settings.current()
     return dg.Definitions(
         resources={
-            "warehouse": WarehouseResource(root=s.dir),
+            "warehouse": WarehouseResource(root=s.dir, catalog=s.catalog, data=s.data),
             "alerts": AlertResource(webhook=s.alert_webhook),
             "change_points": ChangePointResource(workers=s.change_point_workers or os.cpu_count() or 1),
             "upstream": UpstreamResource(

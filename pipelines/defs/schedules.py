@@ -1,6 +1,6 @@
 """The refresh job, its nightly schedule, and the outputs job that follows every refresh.
 
-The refresh does work that follows the new data: ingest, audit, publish, views. The outputs
+The refresh fetches upstream, then publishes the lake's next snapshot in one transaction. The outputs
 (the full kernelindex export and the HTML report) cover the whole history, so they run as their
 own job after each successful refresh instead of lengthening the refresh itself.
 """
@@ -28,11 +28,12 @@ def refresh_executor() -> dg.ExecutorDefinition:
 
 OUTPUTS = dg.AssetSelection.groups("exports", "report")
 IMPORTS = dg.AssetSelection.groups("imports")  # the import job's own first step
+MAINTENANCE = dg.AssetSelection.groups("maintenance")
 
 refresh_job = dg.define_asset_job(
     "refresh",
-    selection=dg.AssetSelection.all() - OUTPUTS - IMPORTS,
-    description="Pull every new upstream revision, publish the next generation and rebuild the views.",
+    selection=dg.AssetSelection.all() - OUTPUTS - IMPORTS - MAINTENANCE,
+    description="Pull every new upstream revision and publish it as the lake's next snapshot.",
     tags={**REFRESH_TAGS, LAUNCHED_BY: "manual"},
     executor_def=refresh_executor(),
 )
@@ -60,7 +61,7 @@ nightly_refresh = dg.ScheduleDefinition(
 outputs_job = dg.define_asset_job(
     "outputs",
     selection=OUTPUTS,
-    description="Write the kernelindex export and the HTML report of the published generation.",
+    description="Write the kernelindex export and the HTML report of the lake's newest snapshot.",
     tags={LAUNCHED_BY: "manual"},
     executor_def=dg.in_process_executor,
 )

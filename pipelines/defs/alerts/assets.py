@@ -11,11 +11,11 @@ from liger_warehouse.alerts.digest import (
     write_digest,
 )
 from liger_warehouse.alerts.webhook import parse_webhooks, send_digest
-from liger_warehouse.serve.database import connect
+from liger_warehouse.lake.connect import read_lake
 from pipelines.defs.resources import AlertResource, WarehouseResource
 
 
-@dg.asset(group_name="alerts", kinds={"duckdb", "markdown"}, deps=["liger_duckdb"])
+@dg.asset(group_name="alerts", kinds={"duckdb", "markdown"}, deps=["fact_change_point"])
 def regression_digest(
     context: dg.AssetExecutionContext, warehouse: WarehouseResource, alerts: AlertResource
 ) -> dg.MaterializeResult:
@@ -23,7 +23,7 @@ def regression_digest(
     run against the run before it, by kernel and pass, POSTed to the alert webhooks."""
     hooks = parse_webhooks(alerts.webhook)  # a bad setting fails here, before anything is written
     storage = warehouse.storage()
-    with connect(storage) as con:
+    with read_lake(warehouse.lake()) as con:
         steps = new_steps(runs_in_order(con), digest_names(storage))
         if not steps:
             return dg.MaterializeResult(metadata={"digest": "no new run"})

@@ -1,12 +1,13 @@
-"""Imports: records from another source, staged as the next generation and then published
-through the same blocking audits, publish and views as a refresh (the ``imports`` job)."""
+"""Imports: records from another source, published through the same transaction, change points,
+derived tables and blocking checks as a refresh (the ``imports`` job)."""
 
 from pathlib import Path
 
 import dagster as dg
 from pydantic import Field
 
-from liger_warehouse.imports.kernelindex import ImportOutcome, stage_import, stage_withdrawal
+from liger_warehouse.build.publish import ChecksFailed
+from liger_warehouse.imports.kernelindex import ImportOutcome, import_file, withdraw_import
 from pipelines.defs.resources import WarehouseResource
 from pipelines.defs.warehouse.assets import table_metadata
 
@@ -27,7 +28,7 @@ class ImportConfig(dg.Config):
 def _metadata(outcome: ImportOutcome) -> dict:
     return {
         "source_key": outcome.source_key,
-        "generation": outcome.generation or "",
+        "snapshot": outcome.snapshot if outcome.snapshot is not None else "",
         "unchanged": outcome.unchanged,
         "records": outcome.records,
         "results_added": outcome.results_added,
@@ -38,30 +39,23 @@ def _metadata(outcome: ImportOutcome) -> dict:
     }
 
 
-@dg.asset(group_name=GROUP, kinds={"json", "parquet"}, output_required=False)
+@dg.asset(group_name=GROUP, kinds={"json", "ducklake"}, output_required=False)
 def kernelindex_import(context: dg.AssetExecutionContext, config: ImportConfig, warehouse: WarehouseResource):
-    """Records of kernelindex.dev/v1alpha1 (NDJSON) from another source, ingested as source
-    ``import:<name>`` and staged as the next generation (docs/EXPORTS.md), or that source
-    withdrawn: its results stop being current, and stay as history.
-
-    The blocking audits of the staged generation, the publish and the views follow as in a
-    refresh. When nothing changes (the same file again, a source already withdrawn), nothing
-    is staged, the run records an observation and the later steps are skipped."""
+    """Records of kernelindex.dev/v1alpha1 (NDJSON) published as source ``import:<name>``, or that
+    source withdrawn (its results stop being current and stay as history)."""
     if config.withdraw == (config.file is not None):
         raise dg.Failure("give either file (an import) or withdraw: true (a withdrawal)", allow_retries=False)
-    gens = warehouse.generations()
-    if config.withdraw:
-        outcome = stage_withdrawal(gens, config.name)
-    else:
-        outcome = stage_import(gens, Path(config.file).read_bytes(), config.name)
-    if outcome.generation is None:
-        context.log.info(f"{outcome.source_key}: {outcome.unchanged}; nothing staged")
+    try:
+        if config.withdraw:
+            outcome = withdraw_import(warehouse.lake(), warehouse.raw(), config.name)
+        else:
+            outcome = import_file(warehouse.lake(), warehouse.raw(), Path(config.file).read_bytes(), config.name)
+    except ChecksFailed as exc:
+        raise dg.Failure(str(exc), allow_retries=False) from None
+    if outcome.published is None or outcome.published.snapshot is None:
+        context.log.info(f"{outcome.source_key}: {outcome.unchanged}; nothing published")
         context.log_event(dg.AssetObservation(asset_key=context.asset_key, metadata=_metadata(outcome)))
         return
-    # The tables' new versions come from this run, as a refresh's come from warehouse_tables; they
-    # name the staged generation for the audit and the later steps.
-    gen = gens.load(outcome.generation)
-    prior = gens.parent(gen)
-    for table, metadata in table_metadata(gen, prior).items():
+    for table, metadata in table_metadata(warehouse, outcome.published).items():
         context.log_event(dg.AssetMaterialization(asset_key=table, metadata=metadata))
     yield dg.MaterializeResult(metadata=_metadata(outcome))

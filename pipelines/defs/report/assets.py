@@ -7,7 +7,7 @@ from pathlib import Path
 import dagster as dg
 
 from liger_warehouse.report.publish import publish_report
-from liger_warehouse.serve.database import connect
+from liger_warehouse.lake.connect import read_lake
 from pipelines.defs.resources import WarehouseResource
 
 
@@ -17,7 +17,7 @@ def _inline_png(name: str, path: Path) -> dg.MetadataValue:
     return dg.MetadataValue.md(f"![{name}](data:image/png;base64,{data})")
 
 
-@dg.asset(group_name="report", kinds={"duckdb", "report"}, deps=["liger_duckdb"])
+@dg.asset(group_name="report", kinds={"duckdb", "report"}, deps=["fact_change_point"])
 def liger_report(warehouse: WarehouseResource) -> dg.MaterializeResult:
     """``<warehouse>/reports/<generation>/index.html``: per kernel, p50 across versions for each
     GPU and provider; Liger's speedup over each baseline across versions; the regressions and
@@ -26,7 +26,7 @@ def liger_report(warehouse: WarehouseResource) -> dg.MaterializeResult:
     from liger_warehouse.report.build import build_report  # Altair and vl-convert: only to draw
 
     storage = warehouse.storage()
-    with connect(storage) as con, tempfile.TemporaryDirectory(prefix="liger-report-") as tmp:
+    with read_lake(warehouse.lake()) as con, tempfile.TemporaryDirectory(prefix="liger-report-") as tmp:
         report = build_report(con, Path(tmp))
         keys = publish_report(storage, report)
         charts = {f"chart/{name}": _inline_png(name, path) for name, path in report.pngs.items()}

@@ -5,6 +5,7 @@ from datetime import timedelta
 
 import dagster as dg
 
+from liger_warehouse.lake.connect import held_revisions
 from liger_warehouse.model.revisions import UpstreamListing
 from liger_warehouse.upstream.compare import COMPARES_PER_REFRESH, fetch_compares, run_pairs
 from liger_warehouse.upstream.fetch import fetch_revisions
@@ -51,8 +52,7 @@ def upstream_snapshots(
     storage = warehouse.storage()
     source = upstream.open(storage)
     listing = source.list()
-    gens = warehouse.generations()
-    known = set(gens.read_table(gens.current(), "dim_upstream_revision", ["revision_digest"]).column(0).to_pylist())
+    known = held_revisions(warehouse.lake())
     fetched = fetch_revisions(
         source, warehouse.raw(), listing, known, lambda ref: context.log.info(f"stored {ref.label}")
     )

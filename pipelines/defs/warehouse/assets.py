@@ -1,73 +1,107 @@
-"""The star schema: normalize new revisions into Parquet parts, audit them, then publish.
-
-Write, audit, publish: ``warehouse_tables`` stages a generation nobody reads yet, blocking
-checks audit it, and only then ``published_generation`` switches readers over to it.
-"""
+"""The lake: one publishing step ingests the new revisions, computes the change points, creates
+the derived tables and views of ``sql/`` and runs the blocking checks, in one DuckLake
+transaction that commits only when every check passes."""
 
 import dagster as dg
 
-from liger_warehouse.analysis.part_inputs import derived_current
-from liger_warehouse.build.ingest import GenerationBuilder
-from liger_warehouse.migration.migrate import migrate
+from liger_warehouse.audit import checks
+from liger_warehouse.build.publish import ChecksFailed, PublishConflict, Published, publish
+from liger_warehouse.lake.connect import open_lake
+from liger_warehouse.lake.objects import sql_objects
 from liger_warehouse.model.table_docs import DESCRIPTIONS, column_description
-from liger_warehouse.model.tables import INGESTED, SCHEMAS
+from liger_warehouse.model.tables import STORED
 from liger_warehouse.runtime.refresh_summary import repository_url, revisions_markdown
-from liger_warehouse.serve.database import rebuild_if_stale
-from liger_warehouse.store.generations import Generation
-from pipelines.defs.resources import UpstreamResource, WarehouseResource
+from pipelines.defs.resources import ChangePointResource, UpstreamResource, WarehouseResource
 from pipelines.defs.upstream.assets import FetchedUpstream
-from pipelines.defs.warehouse.handoff import STAGED
 
 GROUP = "warehouse"
+# Shown in the UI beside each check; a failure of any of them stops the publish.
+CHECKS = {
+    "digests_unique": ("fact_result", "Every digest in every dimension and in fact_result is unique."),
+    "no_orphan_digests": ("fact_result", "Every digest a fact references exists in its dimension."),
+    "p20_le_p50_le_p80": ("fact_result", "p20 <= p50 <= p80 in every result."),
+    "every_row_reconciled": (
+        "fact_revision_member",
+        "Every row of every new upstream revision, recounted from its raw snapshot, is in fact_result "
+        "(via fact_revision_member) or in quarantined_row.",
+    ),
+}
+# Which check each outcome of liger_warehouse/audit/checks.py counts towards.
+OUTCOME_CHECK = {
+    "digests_unique": "digests_unique",
+    "p20_le_p50_le_p80": "p20_le_p50_le_p80",
+    "every_row_reconciled": "every_row_reconciled",
+    "rows_match_raw_snapshot": "every_row_reconciled",
+}
 
 
-def _table_specs() -> list[dg.AssetSpec]:
+def table_descriptions() -> dict[str, str]:
+    """Every lake table's description: the stored tables' from table_docs, each derived table's
+    from the header of its SQL file."""
+    derived = {f.name: f.description for f in sql_objects() if f.kind == "derived"}
+    return {**{name: DESCRIPTIONS[name] for name in STORED}, **derived}
+
+
+def _specs() -> list[dg.AssetSpec]:
     # Built in a function: the defs loader would register module-level specs a second time.
     return [
         dg.AssetSpec(
             name,
             group_name=GROUP,
-            kinds={"parquet", "polars"},
-            description=DESCRIPTIONS[name],
+            kinds={"ducklake", "parquet"},
+            description=description,
             deps=["upstream_snapshots"],
             skippable=True,
         )
-        for name in INGESTED
+        for name, description in table_descriptions().items()
     ]
 
 
-def column_schema(table: str) -> dg.TableSchema:
-    return dg.TableSchema(
-        columns=[
-            dg.TableColumn(f.name, str(f.type), description=column_description(table, f.name)) for f in SCHEMAS[table]
-        ]
-    )
-
-
-def table_metadata(gen: Generation, prior: Generation) -> dict[str, dict]:
-    """Per ingested table, the metadata of its version in ``gen``: rows, columns, parts, and the
-    generation it is staged in, which the later steps read (``handoff.py``)."""
-    metadata = {}
-    for table in INGESTED:
-        # A set: a long history has thousands of parts, and a list scan per part is quadratic.
-        prior_files = {p.file for p in prior.parts(table)}
-        new_parts = [p for p in gen.parts(table) if p.file not in prior_files]
-        metadata[table] = {
-            "dagster/row_count": gen.rows(table),
-            "dagster/column_schema": column_schema(table),
-            STAGED: gen.id,
-            "parts_written": len(new_parts),
-            "parts_total": len(gen.parts(table)),
-        }
-    return metadata
-
-
-def _table_results(gen: Generation, prior: Generation, extra: dict[str, dict]) -> list[dg.MaterializeResult]:
-    """One materialization per table: each is a new version, even when all its parts are reused."""
+def check_specs() -> list[dg.AssetCheckSpec]:
     return [
-        dg.MaterializeResult(asset_key=table, metadata={**metadata, **extra.get(table, {})})
-        for table, metadata in table_metadata(gen, prior).items()
+        dg.AssetCheckSpec(name, asset=table, blocking=True, description=description)
+        for name, (table, description) in CHECKS.items()
     ]
+
+
+def check_results(outcomes: list[checks.CheckOutcome]) -> list[dg.AssetCheckResult]:
+    """One result per check, adding up the outcomes it stands for."""
+    by_check: dict[str, list[checks.CheckOutcome]] = {name: [] for name in CHECKS}
+    for outcome in outcomes:
+        by_check[OUTCOME_CHECK.get(outcome.name, "no_orphan_digests")].append(outcome)
+    results = []
+    for name, found in by_check.items():
+        failures = sum(o.failures for o in found)
+        examples = [f"{o.table}.{o.name}: {e}" for o in found for e in o.examples][:10]
+        results.append(
+            dg.AssetCheckResult(
+                asset_key=CHECKS[name][0],
+                check_name=name,
+                passed=failures == 0,
+                metadata={
+                    "failures": failures,
+                    "examples": dg.MetadataValue.md("\n".join(f"- {e}" for e in examples) or "none"),
+                },
+            )
+        )
+    return results
+
+
+def table_metadata(warehouse: WarehouseResource, published: Published) -> dict[str, dict]:
+    """Per table, as the new snapshot holds it: rows and columns, with their descriptions."""
+    metadata = {}
+    with open_lake(warehouse.lake(), read_only=True, snapshot=published.snapshot) as con:
+        for table in table_descriptions():
+            (rows,) = con.execute(f"select count(*) from {table}").fetchone()
+            columns = con.execute(f"describe {table}").fetchall()
+            schema = dg.TableSchema(
+                columns=[
+                    dg.TableColumn(name, kind, description=column_description(table, name))
+                    for name, kind, *_ in columns
+                ]
+            )
+            metadata[table] = {"dagster/row_count": rows, "dagster/column_schema": schema, "snapshot": published.snapshot}
+    return metadata
 
 
 def revisions_metadata(summary: dict, upstream: UpstreamResource) -> dg.MetadataValue:
@@ -76,60 +110,61 @@ def revisions_metadata(summary: dict, upstream: UpstreamResource) -> dg.Metadata
     return dg.MetadataValue.md(revisions_markdown(summary.get("revisions", []), repo))
 
 
-def migration_metadata(summary: dict) -> dict:
-    """What a schema migration in this generation changed (nothing when there was none)."""
-    migration = summary.get("migration")
-    if not migration:
-        return {}
-    return {
-        "migrated_from_schema_version": migration["from_schema_version"],
-        "results_relabelled": migration["results_relabelled"],
-        "digests_changed": dg.MetadataValue.json(migration["digests_changed"]),
-    }
+def publish_results(
+    context: dg.AssetExecutionContext, warehouse: WarehouseResource, published: Published, extra: dict[str, dict]
+):
+    """The materializations and check results of one publishing transaction."""
+    summary = published.summary
+    for message in summary["rejected"] + summary["warnings"]:
+        context.log.warning(message)
+    if published.snapshot is None:
+        context.log.info("nothing new to publish: the lake stays at its snapshot")
+        yield from (
+            dg.AssetCheckResult(asset_key=table, check_name=name, passed=True, metadata={"audited": "nothing new"})
+            for name, (table, _) in CHECKS.items()
+        )
+        return
+    for table, metadata in table_metadata(warehouse, published).items():
+        yield dg.MaterializeResult(asset_key=table, metadata={**metadata, **extra.get(table, {})})
+    yield from check_results(published.outcomes)
 
 
-@dg.multi_asset(specs=_table_specs(), ins={"upstream_snapshots": dg.AssetIn()}, can_subset=False)
-def warehouse_tables(
+@dg.multi_asset(specs=_specs(), check_specs=check_specs(), ins={"upstream_snapshots": dg.AssetIn()}, can_subset=False)
+def lake_tables(
     context: dg.AssetExecutionContext,
     warehouse: WarehouseResource,
     upstream: UpstreamResource,
+    change_points: ChangePointResource,
     upstream_snapshots: FetchedUpstream,
 ):
-    """Normalize every new upstream revision into the digest-linked star schema and stage it as
-    the next generation. Unchanged Parquet parts are referenced, not rewritten; when upstream
-    holds nothing new, nothing is written and no table materializes. Each table's materialization
-    names the staged generation (``staged_generation``) for the audit and the later steps. A
-    warehouse whose digests follow an older schema version is migrated first, from its raw
-    snapshots (docs/SCHEMA.md); one whose derived tables came from other SQL (an upgrade) gets a
-    generation staged even when upstream holds nothing new, so the later steps derive them again."""
-    gens = warehouse.generations()
-    with gens.try_lock("build"):
-        base = migrate(gens, warehouse.raw())
-        builder = GenerationBuilder(gens, warehouse.raw(), base=base)
-        rederive = bool(builder.prior.id) and not derived_current(builder.prior)
-        if rederive:
-            context.log.info(f"generation {builder.prior.id} was derived by other SQL: staging one to derive it again")
-        gen = builder.build(upstream_snapshots.listing, upstream_snapshots.contents, rederive=rederive)
-    summary = builder.summary
-    if builder.migration:
-        context.log.info(f"migrated to schema version {builder.migration['schema_version']}: {builder.migration}")
-    for message in summary.rejected + summary.warnings:
-        context.log.warning(message)
-    if gen is None:
-        context.log.info("upstream holds nothing new: no generation staged")
-        if rebuild_if_stale(gens, warehouse.database_path()) is not None:
-            context.log.warning("liger.duckdb showed another generation than CURRENT or other SQL: views rebuilt")
-        return
+    """Publish every new upstream revision as the next snapshot of the lake, in one transaction."""
+    try:
+        published = publish(
+            warehouse.lake(),
+            warehouse.raw(),
+            upstream_snapshots.listing,
+            upstream_snapshots.contents,
+            pool=change_points.pool(context.log),
+        )
+    except ChecksFailed as exc:
+        yield from check_results(exc.outcomes)
+        raise dg.Failure(str(exc), allow_retries=False) from None
+    except PublishConflict as exc:
+        raise dg.Failure(str(exc), allow_retries=False) from None
+    finally:
+        change_points.release()
+    summary = published.summary
     extra = {
         "fact_result": {
-            "results_added": summary.added,
-            "results_restated": summary.restated,
-            "results_removed": summary.removed,
+            "results_added": summary["results_added"],
+            "results_restated": summary["results_restated"],
+            "results_removed": summary["results_removed"],
         },
         "fact_revision_member": {
-            "revisions_ingested": len(summary.revisions),
-            "revisions": revisions_metadata(gen.summary, upstream),
+            "revisions_ingested": summary["revisions_ingested"],
+            "revisions": revisions_metadata(summary, upstream),
         },
-        "digest_migration": migration_metadata(gen.summary),
     }
-    yield from _table_results(gen, builder.prior, extra)
+    if published.change_points is not None:
+        extra["fact_change_point"] = {"series_resumed": published.change_points.resumed}
+    yield from publish_results(context, warehouse, published, extra)

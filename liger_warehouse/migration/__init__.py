@@ -1,1 +1,0 @@
-"""Moving a published generation to the current schema version before a refresh builds on it."""

@@ -1,1 +1,0 @@
-"""Serving: liger.duckdb, its views over the Parquet parts, and read-only statements."""
