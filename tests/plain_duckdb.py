@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import duckdb
+import pyarrow as pa
 
 from liger_warehouse.lake import extensions
 
@@ -16,6 +17,20 @@ def open_views(catalog: Path) -> duckdb.DuckDBPyConnection:
     con = duckdb.connect(config={"autoinstall_known_extensions": "false"})
     extensions.load(con, ["ducklake", "sqlite_scanner"])
     data = catalog.parent / "lake"
-    con.execute(f"attach 'ducklake:sqlite:{catalog}' as liger (read_only, data_path '{data}/', override_data_path true)")
+    con.execute(
+        f"attach 'ducklake:sqlite:{catalog}' as liger (read_only, data_path '{data}/', override_data_path true)"
+    )
     con.execute("use liger")
     return con
+
+
+def lake_table(root: Path, table: str, columns: list[str] | None = None, order: list[str] | None = None) -> pa.Table:
+    """One lake table of warehouse ``root`` as Arrow, in its schema (``order``: sorted so)."""
+    from liger_warehouse.model.tables import SCHEMAS
+
+    with open_views(root / "catalog.sqlite") as con:
+        listed = ", ".join(columns) if columns else "*"
+        sort = f" order by {', '.join(order)}" if order else ""
+        data = con.execute(f"select {listed} from {table}{sort}").to_arrow_table()
+    schema = SCHEMAS.get(table)
+    return data.cast(pa.schema([schema.field(n) for n in data.column_names])) if schema else data

@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import json
-import shutil
 import statistics
 import subprocess
 import sys
@@ -20,13 +18,12 @@ import pytest
 from otava.analysis import compute_change_points
 
 from liger_warehouse.analysis import change_points, otava_method, otava_split, point_stream
-from liger_warehouse.serve.database import build_database
-from liger_warehouse.store.generations import GenerationStore
-from liger_warehouse.store.storage import Storage
 from tests import expected
 from tests.conftest import MIRROR, refresh
-from tests.plain_duckdb import open_views
+from tests.plain_duckdb import lake_table, open_views
 from tests.tiny_mirror import row, write_mirror
+
+CP_ORDER = ["series_digest", "point_index"]
 
 # The documented parameters (liger_warehouse/analysis/otava_split.py, README): pinned here on purpose.
 WINDOW, MAX_PVALUE, MIN_MAGNITUDE, MIN_POINTS = 50, 0.001, 0.05, 10
@@ -143,27 +140,12 @@ def tiny(tmp_path_factory) -> Path:
     return root / "warehouse"
 
 
-def test_the_job_publishes_change_points_with_the_generation(tiny):
-    gens = GenerationStore(Storage(tiny))
-    parts = gens.current().parts("fact_change_point")
-    assert [p.rows for p in parts] == [1]
-    rows = _query(tiny / "liger.duckdb", VIEW)
+def test_the_job_publishes_change_points_with_the_snapshot(tiny):
+    assert lake_table(tiny, "fact_change_point").num_rows == 1
+    rows = _query(tiny / "catalog.sqlite", VIEW)
     assert [(r[1], r[2], r[3], r[4], r[7]) for r in rows] == [("0000008", "0000007", 7, 12, "regression")]
     before, after = rows[0][5], rows[0][6]
     assert before == pytest.approx(1.002) and after == pytest.approx(1.4028)
-
-
-def test_the_view_exists_for_a_generation_published_without_change_points(tiny, tmp_path):
-    """A generation published before the asset existed has no fact_change_point part."""
-    root = tmp_path / "old"
-    shutil.copytree(tiny, root)
-    gens = GenerationStore(Storage(root))
-    manifest = root / "generations" / f"{gens.current_id()}.json"
-    data = json.loads(manifest.read_text())
-    del data["tables"]["fact_change_point"]
-    manifest.write_text(json.dumps(data))
-    build_database(gens, gens.current(), root / "liger.duckdb")
-    assert _query(root / "liger.duckdb", "select count(*) from change_points") == [(0,)]
 
 
 @pytest.fixture(scope="module")
@@ -425,24 +407,23 @@ def test_a_second_refresh_resumes_from_the_published_state(tmp_path):
     older = dict(list(runs.items())[:30])
     first = refresh(tmp_path / "warehouse", upstream=str(write_mirror(tmp_path / "m1", main, older)))
     assert first.result.success
-    gens = GenerationStore(Storage(tmp_path / "warehouse"))
-    assert [p.rows for p in gens.current().parts("change_point_state")] == [1]
+    assert lake_table(tmp_path / "warehouse", "change_point_state").num_rows == 1
     second = refresh(tmp_path / "warehouse", upstream=str(write_mirror(tmp_path / "m2", main, runs)))
     assert second.result.success
     [event] = [e for e in second.result.get_asset_materialization_events() if e.asset_key.path == ["fact_change_point"]]
     metadata = {k: v.value for k, v in event.materialization.metadata.items()}
     assert (metadata["series_resumed"], metadata["series_from_scratch"]) == (1, 0)
-    gen = gens.current()
-    results = pl.from_arrow(gens.read_table(gen, "fact_result", _COLUMNS))
-    revisions = pl.from_arrow(gens.read_table(gen, "dim_upstream_revision", ["revision_digest", "seq"]))
-    assert gens.read_table(gen, "fact_change_point") == change_points.compute(results, revisions)
-    found = _query(tmp_path / "warehouse" / "liger.duckdb", "select point_index, points from change_points order by 1")
+    root = tmp_path / "warehouse"
+    results = pl.from_arrow(lake_table(root, "fact_result", _COLUMNS))
+    revisions = pl.from_arrow(lake_table(root, "dim_upstream_revision", ["revision_digest", "seq"]))
+    assert lake_table(root, "fact_change_point", order=CP_ORDER) == change_points.compute(results, revisions)
+    found = _query(root / "catalog.sqlite", "select point_index, points from change_points order by 1")
     assert found and found == [(index, 40) for index, _ in _otava(values)], "Otava's change points over the 40 runs"
 
 
-def test_a_refresh_carries_the_rows_of_series_without_new_points(tmp_path):
-    """The new runs hold one series; the other series' rows are carried from the published
-    tables without streaming its points, and both tables equal a computation from scratch."""
+def test_a_refresh_keeps_the_rows_of_series_without_new_points(tmp_path):
+    """The new runs hold one series; the other series is unchanged and keeps its rows, and both
+    tables equal a computation from scratch."""
     values, other = _synthetic("steps", 40, 4), _synthetic("drift", 30, 5)
     stamp = "2026-02-{:02d} {:02d}:00:00"
     runs = {
@@ -464,16 +445,9 @@ def test_a_refresh_carries_the_rows_of_series_without_new_points(tmp_path):
     [event] = [e for e in second.result.get_asset_materialization_events() if e.asset_key.path == ["fact_change_point"]]
     metadata = {k: v.value for k, v in event.materialization.metadata.items()}
     assert (metadata["series_resumed"], metadata["series_unchanged"], metadata["points"]) == (1, 1, 70)
-    gens = GenerationStore(Storage(tmp_path / "warehouse"))
-    gen = gens.current()
-    results = pl.from_arrow(gens.read_table(gen, "fact_result", _COLUMNS))
-    revisions = pl.from_arrow(gens.read_table(gen, "dim_upstream_revision", ["revision_digest", "seq"]))
+    root = tmp_path / "warehouse"
+    results = pl.from_arrow(lake_table(root, "fact_result", _COLUMNS))
+    revisions = pl.from_arrow(lake_table(root, "dim_upstream_revision", ["revision_digest", "seq"]))
     table, state, _ = change_points.compute_with_state(results, revisions)
-    assert gens.read_table(gen, "fact_change_point") == table and table.num_rows >= 2
-    assert gens.read_table(gen, "change_point_state") == state
-    # What was streamed: the one series of the new runs.
-    touched = change_points.touched_series(gens, gen, gens.load(gen.parent), revisions.to_arrow())
-    kernels = dict(
-        zip(*gens.read_table(gen, "dim_series", ["series_digest", "kernel"]).to_pydict().values(), strict=True)
-    )
-    assert [kernels[d] for d in touched["series_digest"].to_pylist()] == ["rms_norm"]
+    assert lake_table(root, "fact_change_point", order=CP_ORDER) == table and table.num_rows >= 2
+    assert lake_table(root, "change_point_state", order=["series_digest"]) == state

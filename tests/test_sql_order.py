@@ -12,14 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from liger_warehouse.model.tables import SCHEMAS
-from liger_warehouse.serve.database import SQL_DIR, create_views, open_duckdb
-from liger_warehouse.serve.sql_files import SqlFileError, load_order, read_sql_file
-from liger_warehouse.store.generations import Generation
-from liger_warehouse.store.storage import Storage
+from liger_warehouse.lake.connect import open_lake
+from liger_warehouse.lake.location import Lake
+from liger_warehouse.lake.objects import SQL_DIR, create_sql_objects, create_tables
+from liger_warehouse.lake.sql_files import SqlFileError, load_order, read_sql_file
+from liger_warehouse.model.tables import STORED
 
-TABLES = {*SCHEMAS, "warehouse_generation"}
-EMPTY = Generation(id="test", parent=None, created_at="2026-01-01T00:00:00Z")
+TABLES = set(STORED)
 
 
 def _copy_sql(tmp_path: Path) -> Path:
@@ -44,9 +43,9 @@ def test_every_file_declares_what_it_reads_and_loads_after_it():
         assert "create or replace macro" in path.read_text(), path.name
     for path in sorted((SQL_DIR / "views").glob("*.sql")):
         assert "create or replace view" in path.read_text(), path.name
-    known = TABLES | set(names) | {p.stem for p in (SQL_DIR / "derived").glob("*.sql")}
+    assert {p.stem for p in (SQL_DIR / "derived").glob("*.sql")} <= set(names), "every derived table loads"
     for path in sorted((SQL_DIR / "derived").glob("*.sql")):
-        read_sql_file(path, SQL_DIR, known)  # its `-- reads:` line matches its select
+        read_sql_file(path, SQL_DIR, TABLES | set(names))  # its `-- reads:` line matches its select
 
 
 def test_no_view_sorts():
@@ -59,18 +58,20 @@ def test_a_broken_view_is_named_with_duckdbs_message_not_a_view_that_reads_it(tm
     sql = _copy_sql(tmp_path)
     # results is read by current_results, restatements and versions, which sort before it
     _edit(sql / "views" / "results.sql", "    r.is_liger\n", "    r.no_such_column\n")
-    with open_duckdb(Storage(str(tmp_path))) as con, pytest.raises(RuntimeError) as raised:
-        create_views(con, EMPTY, sql_dir=sql)
+    with open_lake(Lake.of(str(tmp_path / "w"))) as con, pytest.raises(RuntimeError) as raised:
+        create_tables(con)
+        create_sql_objects(con, sql_dir=sql)
     message = str(raised.value)
     assert message.startswith("views/results.sql: Binder Error"), message
     assert "no_such_column" in message
 
 
 def test_the_shipped_sql_loads_on_empty_tables(tmp_path: Path):
-    with open_duckdb(Storage(str(tmp_path))) as con:
-        created = create_views(con, EMPTY)
+    with open_lake(Lake.of(str(tmp_path / "w"))) as con:
+        create_tables(con)
+        created = create_sql_objects(con)
         assert con.execute("select count(*) from regressions").fetchone() == (0,)
-    assert {f.name for f in load_order(SQL_DIR, TABLES)} <= set(created)
+    assert {f.name for f in load_order(SQL_DIR, TABLES)} == {*created.derived, *created.views}
 
 
 def test_an_undeclared_read_is_an_error_naming_the_file(tmp_path: Path):

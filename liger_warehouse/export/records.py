@@ -7,7 +7,7 @@ never holds the whole history in Python objects.
 
 Filters are structured (``ResultFilter``) and bound as parameters. ``ResultFilter.where`` is
 the one exception: trusted-user SQL, run as a single SELECT on a connection that can read
-nothing but the warehouse's own files (``connect`` locks it down).
+nothing but the lake's own files (``connect`` locks it down).
 """
 
 from __future__ import annotations
@@ -19,10 +19,9 @@ from typing import Any
 
 import duckdb
 
-from liger_warehouse.audit import checks
+from liger_warehouse.lake.connect import read_lake
+from liger_warehouse.lake.location import Lake
 from liger_warehouse.model.digests import digest
-from liger_warehouse.serve.database import lock_down
-from liger_warehouse.store.generations import Generation, GenerationStore
 
 RESULTS = "kernelindex_results"
 BATCH_ROWS = 8192
@@ -103,12 +102,16 @@ def _marks(values: tuple[str, ...]) -> str:
     return ", ".join("?" for _ in values)
 
 
-def connect(gens: GenerationStore, gen: Generation) -> duckdb.DuckDBPyConnection:
-    """An in-memory DuckDB over the tables of ``gen`` with the ``kernelindex_results`` view,
-    locked down: it reads the warehouse's own files and nothing else, for good."""
-    con = checks.connect(gens, gen, reader=True)
-    con.execute(RESULTS_VIEW)
-    lock_down(con, gens.storage)
+def connect(lake: Lake, as_of: str | None = None) -> duckdb.DuckDBPyConnection:
+    """A reader of ``lake`` (at snapshot ``as_of``, a snapshot id or a timestamp, when given)
+    with the ``kernelindex_results`` view, locked down: it reads the lake's own files and
+    nothing else, for good."""
+    con = read_lake(lake, as_of)
+    try:
+        con.execute(RESULTS_VIEW)
+    except BaseException:
+        con.close()
+        raise
     return con
 
 

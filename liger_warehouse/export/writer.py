@@ -23,11 +23,11 @@ import orjson
 from liger_warehouse.export.kernelindex import kernelindex_record
 from liger_warehouse.export.record_schema import validate_record
 from liger_warehouse.export.records import ResultFilter, connect, count_results, iter_results
-from liger_warehouse.store.generations import Generation, GenerationStore
+from liger_warehouse.lake.location import Lake
 from liger_warehouse.store.storage import Storage
 
 EXPORT_DIR = "exports/kernelindex"
-# Exports are derived: each is rebuilt from its generation on demand, so only the newest few
+# Exports are derived: each is rebuilt from its snapshot on demand, so only the newest few
 # are kept (one is ~150 MB over the mirror's history).
 KEEP_EXPORTS = 3
 
@@ -116,33 +116,42 @@ def _abandon(storage: Storage, out: BinaryIO, path: str) -> None:
     storage.fs.rm_file(path)
 
 
-def generation_key(gen_id: str) -> str:
-    """Where the ``kernelindex_export`` asset keeps the export of one generation."""
-    return f"{EXPORT_DIR}/{gen_id}.ndjson"
+def snapshot_key(snapshot: int) -> str:
+    """Where the ``kernelindex_export`` asset keeps the export of one lake snapshot."""
+    return f"{EXPORT_DIR}/{snapshot}.ndjson"
 
 
 def prune_exports(storage: Storage, keep: int = KEEP_EXPORTS) -> list[str]:
-    """Delete all but the newest ``keep`` generation exports (ids sort by time); returns them."""
-    exports = [k for k in storage.list(EXPORT_DIR) if k.endswith(".ndjson")]
-    stale = sorted(exports)[:-keep] if keep else exports
+    """Delete all but the exports of the newest ``keep`` snapshots; returns the keys deleted."""
+    exports = {n: k for k in storage.list(EXPORT_DIR) if (n := _snapshot_of(k)) is not None}
+    # Snapshot ids are integers: 10 is newer than 9, though "10.ndjson" sorts first.
+    newest_first = [exports[n] for n in sorted(exports, reverse=True)]
+    stale = newest_first[keep:]
     for key in stale:
         storage.delete(key)
         storage.delete(key.removesuffix(".ndjson") + ".json")
     return stale
 
 
-def export_generation(gens: GenerationStore, gen: Generation) -> tuple[str, ExportStats]:
-    """Write every result of ``gen`` to ``exports/kernelindex/<generation>.ndjson``.
+def _snapshot_of(key: str) -> int | None:
+    """The snapshot whose export ``key`` is; None for any other file."""
+    name = key.rsplit("/", 1)[-1]
+    stem = name.removesuffix(".ndjson")
+    return int(stem) if name.endswith(".ndjson") and stem.isdigit() else None
 
-    A generation is immutable, so its export is named by it: readers see which state the
+
+def export_snapshot(lake: Lake, storage: Storage, snapshot: int) -> tuple[str, ExportStats]:
+    """Write every result of lake snapshot ``snapshot`` to ``exports/kernelindex/<snapshot>.ndjson``.
+
+    A snapshot never changes, so its export is named by it: readers see which state the
     records (and their digests) describe, and a new export never overwrites one being read.
-    A sidecar ``<generation>.json`` holds the counts and the SHA-256 of the file.
+    A sidecar ``<snapshot>.json`` holds the counts and the SHA-256 of the file.
     """
-    key = generation_key(gen.id)
-    con = connect(gens, gen)
+    key = snapshot_key(snapshot)
+    con = connect(lake, as_of=str(snapshot))
     try:
         expected = count_results(con, ResultFilter())
-        with atomic_output(gens.storage, key) as out:
+        with atomic_output(storage, key) as out:
             stats = write_records(con, ResultFilter(), out)
             total = con.sql("select count(*) from fact_result").fetchall()[0][0]
             if not stats.records == expected == total:
@@ -150,15 +159,15 @@ def export_generation(gens: GenerationStore, gen: Generation) -> tuple[str, Expo
                 raise InvalidRecord(f"exported {stats.records} records, fact_result has {total} rows")
     finally:
         con.close()
-    sidecar = {"generation": gen.id, "records": stats.records, "validated": stats.validated}
+    sidecar = {"snapshot": snapshot, "records": stats.records, "validated": stats.validated}
     sidecar |= {"bytes": stats.bytes, "sha256": stats.sha256, "by_metric": stats.by_metric}
-    gens.storage.write_text(key.removesuffix(".ndjson") + ".json", json.dumps(sidecar, indent=1))
+    storage.write_text(key.removesuffix(".ndjson") + ".json", json.dumps(sidecar, indent=1))
     return key, stats
 
 
-def existing_export(storage: Storage, gen_id: str) -> dict | None:
-    """The sidecar of this generation's export when both files are there, else None."""
-    key = generation_key(gen_id)
+def existing_export(storage: Storage, snapshot: int) -> dict | None:
+    """The sidecar of this snapshot's export when both files are there, else None."""
+    key = snapshot_key(snapshot)
     sidecar = key.removesuffix(".ndjson") + ".json"
     if not (storage.exists(key) and storage.exists(sidecar)):
         return None

@@ -166,5 +166,12 @@ def lake_tables(
         },
     }
     if published.change_points is not None:
-        extra["fact_change_point"] = {"series_resumed": published.change_points.resumed}
+        counts = published.change_points
+        extra["fact_change_point"] = {
+            "series": counts.series,
+            "series_resumed": counts.resumed,
+            "series_unchanged": counts.unchanged,
+            "series_from_scratch": counts.from_scratch,
+            "points": counts.points,
+        }
     yield from publish_results(context, warehouse, published, extra)
