@@ -2,6 +2,8 @@
 
     LIGER_WAREHOUSE_DIR=... LIGER_WAREHOUSE_UPSTREAM=... DAGSTER_HOME=... python -m benchmarks.probe
 
+``DAGSTER_HOME`` must hold a ``dagster.yaml`` (``scenarios.refresh`` writes one, telemetry off).
+
 Prints one JSON line: Dagster's start-up (from process creation until the job is resolved and
 the instance is open: imports, definitions, instance), the job's wall time, each step's start
 and end (epoch seconds, so the caller can place memory samples), the ``upstream_snapshots``
@@ -44,18 +46,20 @@ def _upstream_counters(result) -> dict:
 
 
 def _published(result) -> bool:
+    """Whether the run committed a snapshot: the publishing step materializes the tables then only."""
     return any(
-        e.event_type_value == "ASSET_MATERIALIZATION" and e.asset_key.path == ["published_generation"]
-        for e in result.all_events
+        e.event_type_value == "ASSET_MATERIALIZATION" and e.asset_key.path == ["fact_result"] for e in result.all_events
     )
 
 
 def main() -> None:
     created = psutil.Process().create_time()
-    from liger_warehouse.cli.instance import dagster_instance
+    import dagster as dg
+
     from pipelines.definitions import load
 
-    with dagster_instance() as instance:
+    # The instance of $DAGSTER_HOME, which the caller sets, as the CLI opens it.
+    with dg.DagsterInstance.get() as instance:
         job = load().resolve_job_def("refresh")
         ready = time.time()
         result = job.execute_in_process(instance=instance, raise_on_error=False, run_config=QUIET_LOGS)

@@ -19,11 +19,13 @@ from pathlib import Path
 
 from benchmarks.process import Measured, run_step
 from benchmarks.synthetic import Settings, generate, revisions_for
-from liger_warehouse.store.generations import GenerationStore
-from liger_warehouse.store.storage import Storage
+from liger_warehouse.lake.location import CATALOG_FILE, DATA_DIR
 from tests.fake_github import FakeGitHub
+from tests.plain_duckdb import open_views
 
 ROOT = Path(__file__).resolve().parent.parent
+# Dagster's defaults (runs and logs in SQLite under the home), telemetry off, as the CLI writes it.
+DAGSTER_CONFIG = "telemetry:\n  enabled: false\n"
 
 
 @dataclass(frozen=True)
@@ -82,9 +84,9 @@ def _env(warehouse: Path, upstream: str, home: Path, extra: dict[str, str] | Non
 
 
 def parquet_files(warehouse: Path) -> dict[str, tuple[int, int]]:
-    """Every Parquet file under ``tables/``, by its path there: (size, mtime)."""
-    tables = warehouse / "tables"
-    return {p.relative_to(tables).as_posix(): _size_and_mtime(p) for p in tables.rglob("*.parquet")}
+    """Every Parquet file of the lake's data directory, by its path there: (size, mtime)."""
+    data = warehouse / DATA_DIR
+    return {p.relative_to(data).as_posix(): _size_and_mtime(p) for p in data.rglob("*.parquet")}
 
 
 def _size_and_mtime(path: Path) -> tuple[int, int]:
@@ -93,12 +95,12 @@ def _size_and_mtime(path: Path) -> tuple[int, int]:
 
 
 def written_by_table(before: dict, after: dict) -> dict[str, int]:
-    """Bytes of new or rewritten Parquet files per table: ``tables/<table>/<part>.parquet``, or
-    ``tables/<table>/<key>=<value>/<part>.parquet`` for a table kept in key folders."""
+    """Bytes of new or rewritten Parquet files per table: DuckLake writes ``<schema>/<table>/<file>``,
+    or ``<schema>/<table>/<key>=<value>/<file>`` for a partitioned table."""
     out: dict[str, int] = {}
     for path, (size, mtime) in after.items():
         if before.get(path) != (size, mtime):
-            table = path.split("/", 1)[0]
+            table = path.split("/")[1]
             out[table] = out.get(table, 0) + size
     return out
 
@@ -107,6 +109,7 @@ def refresh(b: Bench, warehouse: Path, upstream: str, extra_env: dict[str, str] 
     """One measured refresh: wall, Dagster start-up, job time, per-step time and peak memory."""
     home = warehouse.with_name(warehouse.name + ".dagster")
     home.mkdir(parents=True, exist_ok=True)
+    (home / "dagster.yaml").write_text(DAGSTER_CONFIG)
     before = parquet_files(warehouse) if warehouse.exists() else {}
     m = run_step("benchmarks.probe", [], b.logs, _env(warehouse, upstream, home, extra_env), b.rss_cap)
     return _refresh_record(m, before, warehouse, home)
@@ -146,8 +149,7 @@ def _refresh_record(m: Measured, before: dict, warehouse: Path, home: Path) -> d
         }
         for s in out.get("steps") or logged_steps(home)
     ]
-    gens = GenerationStore(Storage(warehouse))
-    gen = gens.current() if gens.current_id() else None
+    lake = lake_state(warehouse)
     by_table = written_by_table(before, parquet_files(warehouse))
     return {
         "ok": m.ok,
@@ -159,14 +161,34 @@ def _refresh_record(m: Measured, before: dict, warehouse: Path, home: Path) -> d
         "steps": steps,
         "upstream": out.get("upstream", {}),
         "published": out.get("published"),
-        "results": gen.rows("fact_result") if gen else 0,
-        "members": gen.rows("fact_revision_member") if gen else 0,
-        "summary": {k: v for k, v in (gen.summary if gen else {}).items() if k.startswith("results_")},
+        **lake,
         "parquet_written": sum(by_table.values()),
         "parquet_written_by_table": by_table,
         # Tree RSS once a second, for reading a run's memory against its steps afterwards.
         "rss_timeline": [(round(t, 1), rss) for i, (t, rss) in enumerate(m.samples) if i % 20 == 0],
     }
+
+
+def lake_state(warehouse: Path) -> dict:
+    """Rows of the facts, the newest snapshot and its refresh summary, and the bytes of the lake's
+    data directory (every file, those of replaced tables too until maintenance removes them)."""
+    data = warehouse / DATA_DIR
+    out = {"results": 0, "members": 0, "snapshot": None, "summary": {}}
+    out["lake_bytes"] = sum(p.stat().st_size for p in data.rglob("*") if p.is_file())
+    catalog = warehouse / CATALOG_FILE
+    if not catalog.is_file():
+        return out
+    with open_views(catalog) as con:
+        (snapshot, info) = con.execute(
+            "select snapshot_id, commit_extra_info from ducklake_snapshots('liger') order by snapshot_id desc limit 1"
+        ).fetchone()
+        if info is None:  # nothing was ever published: the catalog holds no table yet
+            return out | {"snapshot": snapshot}
+        results, members = con.execute(
+            "select (select count(*) from fact_result), (select count(*) from fact_revision_member)"
+        ).fetchone()
+    summary = {k: v for k, v in json.loads(info).items() if k.startswith("results_")}
+    return out | {"results": results, "members": members, "snapshot": snapshot, "summary": summary}
 
 
 def copy_warehouse(source: Path, target: Path) -> None:
@@ -264,6 +286,6 @@ def incremental(b: Bench, history: int) -> dict:
 
 
 def views(b: Bench, warehouse: Path) -> dict:
-    db = warehouse / "liger.duckdb"
-    m = run_step("benchmarks.views", ["--database", str(db), "--repeats", str(b.repeats)], b.logs, rss_cap=b.rss_cap)
+    args = ["--warehouse", str(warehouse), "--repeats", str(b.repeats)]
+    m = run_step("benchmarks.views", args, b.logs, rss_cap=b.rss_cap)
     return {"ok": m.ok, "error": m.error, "peak_rss": m.peak_rss, **m.output}

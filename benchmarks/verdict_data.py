@@ -1,10 +1,11 @@
 """What the verdict benchmark reads from a warehouse: the anchor rules' cases, the series'
 groups, the new rule's verdicts (``compare_runs``), and the same verdicts with each series'
-noise recomputed under other constants in a scratch copy of ``liger.duckdb``.
+noise recomputed under other constants in a scratch copy of the lake.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 from dataclasses import dataclass
 from decimal import Decimal
@@ -15,9 +16,10 @@ import duckdb
 from scipy.stats import norm
 
 from benchmarks.verdict_rules import Case, Point
-from liger_warehouse.analysis.model_rows import model_sql
-from liger_warehouse.serve.database import open_duckdb
-from liger_warehouse.store.storage import Storage
+from liger_warehouse.lake.connect import open_lake
+from liger_warehouse.lake.location import CATALOG_FILE, DATA_DIR, Lake
+from liger_warehouse.lake.objects import sql_objects
+from tests.plain_duckdb import open_views
 
 # The run steps whose later run upstream lists before {run} ({op} is <), or up to it (<=).
 STEPS_UNTIL = """
@@ -93,11 +95,15 @@ class Comparison:
     golden_other_gpu: int
 
 
-def open_database(database: Path, copy: Path | None = None) -> duckdb.DuckDBPyConnection:
-    """``database`` (a warehouse's liger.duckdb) read-only, or its ``copy`` read-write; either way
-    the views read the warehouse's own Parquet parts (``file_search_path`` is its root)."""
-    storage = Storage(str(database.parent))
-    return open_duckdb(storage, str(copy or database), read_only=copy is None)
+def open_database(catalog: Path) -> duckdb.DuckDBPyConnection:
+    """The lake of ``catalog`` (a warehouse's catalog.sqlite, its data beside it), read-only."""
+    return open_views(catalog)
+
+
+def derived_sql(table: str) -> str:
+    """The ``select`` of ``sql/derived/<table>.sql``."""
+    (file,) = [f for f in sql_objects() if f.kind == "derived" and f.name == table]
+    return file.sql.rstrip().rstrip(";")
 
 
 def series(con: duckdb.DuckDBPyConnection, run: str) -> dict[str, Series]:
@@ -208,21 +214,25 @@ SENSITIVITY = (
 
 
 class Scratch:
-    """A read-write copy of a warehouse's ``liger.duckdb`` whose series noise is recomputed from
-    ``sql/derived/fact_series_spread.sql`` and ``fact_series_noise.sql`` under other
-    ``verdict_rule()`` constants, or from fewer run steps. Its views still read the warehouse's
-    Parquet parts, which are never written; the copy is deleted on ``close``.
+    """A read-write copy of a warehouse's lake (in directory ``path``) whose series noise is
+    recomputed from ``sql/derived/fact_series_spread.sql`` and ``fact_series_noise.sql`` under
+    other ``verdict_rule()`` constants, or from fewer run steps. The catalog is copied and the
+    data files hard-linked: DuckLake never writes a file in place, so the warehouse's own files
+    stay as they are. The copy is deleted on ``close``.
     """
 
-    def __init__(self, database: Path, path: Path) -> None:
-        shutil.copyfile(database, path)
+    def __init__(self, catalog: Path, path: Path) -> None:
+        shutil.rmtree(path, ignore_errors=True)
+        path.mkdir(parents=True)
+        shutil.copyfile(catalog, path / CATALOG_FILE)
+        shutil.copytree(catalog.parent / DATA_DIR, path / DATA_DIR, copy_function=os.link)
         self.path = path
-        self.con = open_database(database, path)
+        self.con = open_lake(Lake.of(str(path)))
         self.defaults: dict = self.con.execute("select verdict_rule()").fetchone()[0]
-        # The run steps do not depend on the constants: computed once.
+        # The run steps do not depend on the constants: computed once; fact_run_step becomes a
+        # view of them, over all runs or only some.
         self.con.execute("create table run_steps_all as select * from fact_run_step")
-        for view in ("fact_series_spread", "fact_series_noise"):
-            self.con.execute(f"drop view {view}")
+        self.con.execute("drop table fact_run_step")
 
     def recompute(self, overrides: dict[str, float], until_run: str | None = None, including: bool = False) -> None:
         """Replace ``verdict_rule()`` by the defaults with ``overrides`` and rebuild the series noise
@@ -242,8 +252,8 @@ class Scratch:
         else:
             self.con.execute("create or replace view fact_run_step as select * from run_steps_all")
         for model in ("fact_series_spread", "fact_series_noise"):
-            self.con.execute(f"create or replace table {model} as {model_sql(model)}")
+            self.con.execute(f"create or replace table {model} as {derived_sql(model)}")
 
     def close(self) -> None:
         self.con.close()
-        self.path.unlink(missing_ok=True)
+        shutil.rmtree(self.path, ignore_errors=True)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import gzip
 import io
+import json
 import os
 import random
 import shutil
@@ -20,10 +21,10 @@ import duckdb
 from benchmarks.probe import QUIET_LOGS
 from benchmarks.verdict_data import Series
 from liger_warehouse import settings
-from liger_warehouse.store.generations import GenerationStore
-from liger_warehouse.store.storage import Storage
+from liger_warehouse.lake.location import CATALOG_FILE
 from liger_warehouse.upstream.sources import RUNS_PATH, run_path
 from tests.conftest import env
+from tests.plain_duckdb import open_views
 
 SLOWER, FASTER = 1.25, 0.8
 SLOWER_SHARE, FASTER_SHARE = 0.10, 0.05
@@ -154,6 +155,10 @@ def refresh(root: Path, upstream: Path) -> None:
     if not result.success:
         failed = [e.step_key for e in result.all_events if e.event_type_value == "STEP_FAILURE"]
         raise RuntimeError(f"refresh of {root} over {upstream} failed: steps {failed}")
-    rejected = GenerationStore(Storage(str(root))).current().summary.get("rejected", [])
+    with open_views(root / CATALOG_FILE) as con:
+        (info,) = con.execute(
+            "select commit_extra_info from ducklake_snapshots('liger') order by snapshot_id desc limit 1"
+        ).fetchone()
+    rejected = json.loads(info or "{}").get("rejected", [])
     if rejected:
         raise RuntimeError(f"refresh of {root} rejected upstream files: {rejected}")

@@ -18,7 +18,7 @@ the new rule, ``compare_runs`` of the warehouse:
   the runs up to it, and under other constants (``verdict_rule()``, among them the significance
   dial from 0 to 8: the new rule's recall against false alarms), and at other thresholds and on
   the base run alone (``compare_runs(..., threshold :=, recent := false)``), in a scratch copy of
-  ``liger.duckdb``;
+  the lake;
 * ``compare_runs`` latency on the warehouse (fresh connection and warm, as
   ``benchmarks/view_latency.py`` measures views).
 
@@ -69,6 +69,7 @@ from benchmarks.verdict_report import AS_OF_HEAD, HELD_OUT, NEW
 from benchmarks.verdict_rules import ANCHOR_RULES, GOLDEN
 from benchmarks.verdict_tally import Record, Results
 from benchmarks.view_latency import measure
+from liger_warehouse.lake.location import CATALOG_FILE
 from liger_warehouse.upstream.sources import RUNS_PATH, run_path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -88,7 +89,7 @@ def _tally(
 def evaluate(
     database: Path, scratch: Path, base: str, head: str, truth: Callable[[str], str], grid: Grid
 ) -> tuple[dict[str, Counter], tuple[int, int], int]:
-    """Every rule's verdicts on ``base`` -> ``head`` in the warehouse of ``database`` (the new
+    """Every rule's verdicts on ``base`` -> ``head`` in the warehouse of catalog ``database`` (the new
     rule also at each setting of ``grid``), tallied;
     how many series the dashboard judges against a golden run on another GPU; and how many
     verdicts the scratch copy's recomputed default noise changes (0 unless recomputing drifts)."""
@@ -97,7 +98,7 @@ def evaluate(
         metrics = {d: s.metric for d, s in series(con, head).items()}
         verdicts = {name: {c.series_digest: rule(c) for c in pair.cases} for name, rule in ANCHOR_RULES.items()}
         verdicts[NEW] = new_rule(con, base, head)
-    copy = Scratch(database, scratch / "scratch.duckdb")
+    copy = Scratch(database, scratch / "scratch-lake")
     try:
         copy.recompute({}, until_run=head)
         verdicts[HELD_OUT] = new_rule(copy.con, base, head)
@@ -149,7 +150,7 @@ def run(
     clock = time.perf_counter()
     refresh(base_warehouse, mirror)
     build = time.perf_counter() - clock
-    database = base_warehouse / "liger.duckdb"
+    database = base_warehouse / CATALOG_FILE
     _log(f"built the warehouse from {mirror_source} in {build:.0f} s")
     records: list[Record] = []
     golden_other_gpu: dict[str, tuple[int, int]] = {}
@@ -193,7 +194,7 @@ def run(
                     clock = time.perf_counter()
                     refresh(warehouse, upstream)
                     refreshes.append(time.perf_counter() - clock)
-                    tallies, _, wrong = evaluate(warehouse / "liger.duckdb", work, base, name, injection.truth, grid)
+                    tallies, _, wrong = evaluate(warehouse / CATALOG_FILE, work, base, name, injection.truth, grid)
                     mismatches += wrong
                     records += [Record(scope, f"{base} → {head}", drift, seed, rule, t) for rule, t in tallies.items()]
                     _log(

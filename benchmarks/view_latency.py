@@ -1,4 +1,4 @@
-"""Latency of every analytic view of liger.duckdb on a warehouse built from the real history.
+"""Latency of every analytic view of the lake on a warehouse built from the real history.
 
     python -m benchmarks.view_latency --warehouse DIR [--runs 7] [--write]
 
@@ -26,6 +26,8 @@ from pathlib import Path
 import duckdb
 
 from benchmarks.sections import write_section
+from liger_warehouse.lake.location import CATALOG_FILE
+from tests.plain_duckdb import open_views
 
 OUTPUT = Path(__file__).resolve().parent.parent / "docs" / "BENCHMARK-OUTPUT.md"
 SECTION = "view-latency"
@@ -62,9 +64,9 @@ def _spread(seconds: list[float]) -> str:
     return f"{min(seconds) * 1000:.0f}-{max(seconds) * 1000:.0f}"
 
 
-def _open(database: Path) -> duckdb.DuckDBPyConnection:
-    """Read-only, as any DuckDB client opens it: the views read their parts under file_search_path."""
-    return duckdb.connect(str(database), read_only=True, config={"file_search_path": str(database.parent)})
+def _open(catalog: Path) -> duckdb.DuckDBPyConnection:
+    """Read-only, as any DuckDB client opens it: ATTACH of the catalog, the data beside it."""
+    return open_views(catalog)
 
 
 def _run(con: duckdb.DuckDBPyConnection, sql: str) -> tuple[float, int]:
@@ -113,7 +115,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--write", action="store_true", help=f"update docs/{OUTPUT.name}")
     args = parser.parse_args()
-    database = Path(args.warehouse) / "liger.duckdb"
+    database = Path(args.warehouse) / CATALOG_FILE
     load = os.getloadavg()[0]
     timings = []
     for name, sql in QUERIES.items():

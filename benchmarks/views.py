@@ -1,7 +1,7 @@
 """The query targets of issue 13 on one warehouse, on a warm connection.
 
-    python -m benchmarks.views --database WAREHOUSE/liger.duckdb --repeats 3 [--out docs/BENCHMARK-OUTPUT.md]
-    python -m benchmarks.views --database WAREHOUSE/liger.duckdb --examples-only --memory-limit 1GB
+    python -m benchmarks.views --warehouse WAREHOUSE --repeats 3 [--out docs/BENCHMARK-OUTPUT.md]
+    python -m benchmarks.views --warehouse WAREHOUSE --examples-only --memory-limit 1GB
 
 Two sets of queries, each fetched whole as Arrow (so every column is computed and Python object
 conversion is not what is measured):
@@ -12,9 +12,9 @@ conversion is not what is measured):
 - every analytic view read whole, beside ``select * from fact_result`` read whole: the same kind
   of work.
 
-One connection for everything, with the settings the warehouse's own reading connections have
-(``READER_CACHE``: the parts' footers are kept between queries); a first untimed pass over every
-query warms it (and the OS cache); then each repeat runs every query once, interleaved, so they
+One connection for everything, the warehouse's own reader (``read_lake``: the lake attached
+read-only at its newest snapshot); a first untimed pass over every query warms it (and the OS
+cache); then each repeat runs every query once, interleaved, so they
 share the machine's conditions. Prints one JSON line; with ``--out`` the results (and the
 targets) replace the section "Queries at ... results" of that page, leaving the others alone.
 """
@@ -35,7 +35,9 @@ from benchmarks import report
 from benchmarks.machine import machine
 from benchmarks.sections import write_section
 from liger_warehouse.cli.query import COMPARE_SQL
-from liger_warehouse.serve.database import READER_CACHE, analytic_view_files
+from liger_warehouse.lake.connect import read_lake
+from liger_warehouse.lake.location import Lake
+from liger_warehouse.lake.objects import sql_objects
 
 BASELINE = "select * from fact_result"
 SECTION = "queries"
@@ -153,7 +155,7 @@ def examples(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[str, dict]]:
 
 def whole_views(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[str, dict]]:
     """``fact_result`` and every analytic view, each read whole."""
-    stems = {f.name for f in analytic_view_files()}
+    stems = {f.name for f in sql_objects() if f.kind == "views"}
     views = {r[0] for r in con.execute("select view_name from duckdb_views() where not internal").fetchall()}
     out = {"fact_result": (BASELINE, {})}
     return out | {v: (f"select * from {v}", {}) for v in sorted(stems & views)}
@@ -165,12 +167,12 @@ def timed(con: duckdb.DuckDBPyConnection, sql: str, params: dict) -> tuple[float
     return time.perf_counter() - started, rows
 
 
-def measure(database: Path, repeats: int, whole: bool = True, memory_limit: str | None = None) -> dict:
+def measure(warehouse: Path, repeats: int, whole: bool = True, memory_limit: str | None = None) -> dict:
     """Seconds per repeat and rows of every example and (``whole``) every whole view, on one
-    connection (with DuckDB's ``memory_limit``, when given)."""
-    config = {"file_search_path": str(database.parent), **READER_CACHE}
-    config |= {"memory_limit": memory_limit} if memory_limit else {}
-    con = duckdb.connect(str(database), read_only=True, config=config)
+    connection to the lake of warehouse root ``warehouse`` (with DuckDB's ``memory_limit``, when given)."""
+    con = read_lake(Lake.of(str(warehouse)))
+    if memory_limit:
+        con.execute("set memory_limit = ?", [memory_limit])
     sets = {"examples": examples(con)} | ({"whole": whole_views(con)} if whole else {})
     wanted = {(kind, name): query for kind, queries in sets.items() for name, query in queries.items()}
     rows, errors = {}, {}
@@ -202,7 +204,7 @@ def measure(database: Path, repeats: int, whole: bool = True, memory_limit: str 
 def _command(args: argparse.Namespace) -> str:
     """The invocation as it is recorded: the options that shape the numbers, the warehouse as
     ``WAREHOUSE`` (a local path would name this machine's scratch directory)."""
-    words = ["--database", "WAREHOUSE/liger.duckdb", "--repeats", str(args.repeats)]
+    words = ["--warehouse", "WAREHOUSE", "--repeats", str(args.repeats)]
     words += ["--examples-only"] * args.examples_only + (
         ["--memory-limit", args.memory_limit] if args.memory_limit else []
     )
@@ -212,7 +214,7 @@ def _command(args: argparse.Namespace) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.views", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--database", type=Path, required=True)
+    parser.add_argument("--warehouse", type=Path, required=True, help="the warehouse root (its catalog and lake)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--out", type=Path, help="Markdown file to write the results into")
     parser.add_argument("--note", default="", help="said beside the load average, e.g. 'machine quiet'")
@@ -222,7 +224,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.out and args.examples_only:
         parser.error("--out writes the whole-view ratios too: leave out --examples-only")
     started = machine(args.note)
-    results = measure(args.database, args.repeats, not args.examples_only, args.memory_limit)
+    results = measure(args.warehouse, args.repeats, not args.examples_only, args.memory_limit)
     results["machine"] = started | {"load_end": os.getloadavg()[0]}
     results["command"] = _command(args)
     if args.out:

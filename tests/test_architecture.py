@@ -21,15 +21,14 @@ PACKAGES = ("liger_warehouse", "pipelines")
 LAYERS: list[set[str]] = [
     {"model", "settings"},  # schemas, digests, revisions, versions, workloads, catalogs; the settings
     {"runtime"},  # failpoints and progress (used by store and upstream), summaries, status
-    {"store"},
+    {"store"},  # bytes: the raw snapshots, local or on an object store
+    {"lake"},  # the DuckLake catalog and data: connections, sql/ objects, maintenance
     {"upstream"},
     {"normalize"},
-    {"build"},
-    {"serve"},  # liger.duckdb: audit, analysis, export and report read through it
-    {"audit", "analysis"},
+    {"audit", "analysis"},  # checks and change points, run inside the publishing transaction
+    {"build"},  # the publishing transaction
     {"export", "report", "alerts"},
     {"imports"},  # kernelindex records come in through export's rules
-    {"migration"},  # re-derives every revision, imported ones included
     {"cli"},
     {"pipelines"},
 ]

@@ -21,9 +21,8 @@ from benchmarks.sections import markers
 from benchmarks.synthetic import Settings, generate
 from benchmarks.synthetic.suite import load_suite
 from liger_warehouse.audit import checks
+from liger_warehouse.lake.location import CATALOG_FILE
 from liger_warehouse.normalize.csvfile import COLUMNS
-from liger_warehouse.store.generations import GenerationStore
-from liger_warehouse.store.storage import Storage
 from tests.conftest import MIRROR
 from tests.plain_duckdb import open_views
 from tests.recount import recount
@@ -128,6 +127,8 @@ def test_benchmark_suite_runs_end_to_end(tmp_path):
     assert build["ok"], build["error"]
     assert full["runs"][0]["raw"]["ok"] and full["runs"][0]["raw"]["rows"] == full["mirror"]["rows"]
     assert build["peak_rss"] > 0 and build["startup"] > 0 and build["steps"]
+    assert {s["step"] for s in build["steps"]} >= {"upstream_snapshots", "lake_tables"}
+    assert build["published"] and build["results"] == full["mirror"]["results"] and build["lake_bytes"] > 0
     assert all(h["runs"] and all(r["ok"] for r in h["runs"]) for h in results["incremental"])
     quiet = [r for h in results["incremental"] for r in h["no_change"] if not r["warm_up"]]
     assert quiet and all(r["content_requests"] == 0 and r["parquet_written"] == 0 for r in quiet)
@@ -142,10 +143,9 @@ def test_benchmark_suite_runs_end_to_end(tmp_path):
 
     mirror = next((tmp_path / "work" / "mirrors").glob(f"r{full['revisions']}-*"))
     root = Path(full["warehouse"])
-    gens = GenerationStore(Storage(root))
-    assert [o for o in checks.all_checks(gens, gens.current()) if not o.passed] == []
     expected = recount(mirror)
-    with open_views(root / "liger.duckdb") as con:
+    with open_views(root / CATALOG_FILE) as con:
+        assert [o for o in checks.all_checks(con) if not o.passed] == []
         per_source = dict(con.execute("select source_key, count(*) from fact_result group by 1").fetchall())
     assert per_source == dict(expected.per_source)
     assert sum(per_source.values()) == full["mirror"]["results"] == len(expected.results)
@@ -168,16 +168,42 @@ def test_the_page_the_scripts_write_holds_each_of_their_blocks_once():
         assert begin not in reference and end not in reference, name
 
 
-def test_parquet_written_is_counted_per_table_above_its_key_folders(tmp_path):
+def test_parquet_written_is_counted_per_table_above_its_partition_folders(tmp_path):
+    lake = tmp_path / "lake" / "main"
     parts = {
         "dim_build/a.parquet": 3,
         "fact_build_point/build=0.1.0/b.parquet": 5,
         "fact_build_point/build=0.2.0/c.parquet": 7,
     }
     for name, size in parts.items():
-        (tmp_path / "tables" / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / "tables" / name).write_bytes(b"x" * size)
+        (lake / name).parent.mkdir(parents=True, exist_ok=True)
+        (lake / name).write_bytes(b"x" * size)
     before = scenarios.parquet_files(tmp_path)
-    (tmp_path / "tables" / "fact_build_point" / "build=0.2.0" / "c.parquet").write_bytes(b"y" * 11)
+    (lake / "fact_build_point" / "build=0.2.0" / "d.parquet").write_bytes(b"y" * 11)
     assert scenarios.written_by_table({}, before) == {"dim_build": 3, "fact_build_point": 12}
     assert scenarios.written_by_table(before, scenarios.parquet_files(tmp_path)) == {"fact_build_point": 11}
+
+
+def test_a_built_lake_is_read_as_any_client_reads_it(small_mirror, tmp_path):
+    """What the scenarios read of a warehouse (rows, snapshot, summary, bytes) and what
+    ``derived_cost`` measures, on a lake built by the publishing step itself."""
+    from benchmarks import derived_cost, profile_build
+
+    root = tmp_path / "warehouse"
+    assert scenarios.lake_state(root) == {"results": 0, "members": 0, "snapshot": None, "summary": {}, "lake_bytes": 0}
+    listing, contents = profile_build.upstream_snapshots(root, small_mirror)
+    published = profile_build.lake_tables(root, listing, contents)
+    state = scenarios.lake_state(root)
+    expected = recount(small_mirror)
+    assert state["results"] == len(expected.results) == published.summary["results_added"]
+    assert state["snapshot"] == published.snapshot and state["summary"]["results_added"] == state["results"]
+    files = scenarios.parquet_files(root)
+    assert state["lake_bytes"] >= sum(size for size, _ in files.values()) > 0
+    assert "fact_result" in scenarios.written_by_table({}, files)
+    tables = derived_cost.measure(root)
+    with open_views(root / CATALOG_FILE) as con:
+        held = {name for (name,) in con.execute("select table_name from duckdb_tables()").fetchall()}
+        rows = {t["table"]: con.execute(f"select count(*) from {t['table']}").fetchone()[0] for t in tables}
+    assert {t["table"] for t in tables} <= held and all(t["rows"] == rows[t["table"]] for t in tables)
+    assert scenarios.parquet_files(root) == files  # rolled back: the lake is as it was
+    assert scenarios.lake_state(root)["snapshot"] == published.snapshot

@@ -22,6 +22,8 @@ import dagster as dg
 import pytest
 from dagster._core.instance.ref import InstanceRef
 
+from liger_warehouse.lake.connect import latest_snapshot
+from liger_warehouse.lake.location import Lake
 from liger_warehouse.store.last_refresh import last
 from liger_warehouse.store.storage import Storage
 from pipelines.defs.schedules import LAUNCHED_BY
@@ -118,9 +120,10 @@ def _wait(what: str, seconds: float, check) -> object:
 
 
 def _outputs_written(root: Path) -> bool:
-    generation = (root / "CURRENT").read_text().strip()
-    export = root / "exports" / "kernelindex" / f"{generation}.ndjson"
-    return export.exists() and export.stat().st_size > 0 and (root / "reports" / generation / "index.html").exists()
+    """The export and the report of the lake's newest snapshot are in ``root``."""
+    snapshot = latest_snapshot(Lake.of(str(root)))
+    export = root / "exports" / "kernelindex" / f"{snapshot}.ndjson"
+    return export.exists() and export.stat().st_size > 0 and (root / "reports" / str(snapshot) / "index.html").exists()
 
 
 def test_the_cli_dg_dev_and_the_sensor_share_one_instance(project: Path, env: dict[str, str], mirror: Path):
@@ -165,8 +168,8 @@ def test_the_cli_dg_dev_and_the_sensor_share_one_instance(project: Path, env: di
 
         # Dagster's own commands, from the same directory, land in the same instance.
         materialize = [BIN / "dagster", "asset", "materialize", "-m", "pipelines.definitions", "--select"]
-        _run(project, env, *materialize, "liger_duckdb", LIGER_WAREHOUSE_DIR=str(by_cli))
-        _run(project, env, BIN / "dg", "launch", "--assets", "liger_duckdb", LIGER_WAREHOUSE_DIR=str(by_cli))
+        _run(project, env, *materialize, "regression_digest", LIGER_WAREHOUSE_DIR=str(by_cli))
+        _run(project, env, BIN / "dg", "launch", "--assets", "regression_digest", LIGER_WAREHOUSE_DIR=str(by_cli))
         asset_runs = [r for r in _runs(client).values() if r["jobName"] == "__ASSET_JOB"]
         assert len(asset_runs) == 2 and all(r["status"] == "SUCCESS" for r in asset_runs), asset_runs
     finally:

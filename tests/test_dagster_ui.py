@@ -23,11 +23,12 @@ import httpx
 import pytest
 from playwright.sync_api import sync_playwright
 
-from liger_warehouse.model.tables import INGESTED
+from liger_warehouse.model.tables import STORED
 from pipelines.defs.schedules import LAUNCHED_BY
 from tests.conftest import FAST_RETRIES
 from tests.deploy_instance import local_dagster_home
 from tests.fake_github import FakeGitHub
+from tests.plain_duckdb import open_views
 from tests.small_mirror import small_mirror
 
 pytestmark = pytest.mark.slow
@@ -39,10 +40,18 @@ LOCATION = "liger_warehouse"
 STARTUP_SECONDS = 60
 RUN_SECONDS = 90
 PAGE_SECONDS = 180  # the asset page under a full suite's load
-# The warehouse's own assets; the derived ones (exports, report, analysis) have their own tests.
 OUTPUT_ASSETS = {"kernelindex_export", "liger_report"}  # the outputs job, launched by a sensor
 IMPORT_ASSETS = {"kernelindex_import"}  # the imports job, never part of a refresh
-WAREHOUSE_ASSETS = {"upstream_snapshots", *INGESTED, "published_generation", "liger_duckdb"}
+MAINTENANCE_ASSETS = {"lake_maintenance"}  # the maintenance job, never part of a refresh
+# Every table of the lake is an asset: the stored ones and one per SQL file of sql/derived/.
+LAKE_TABLES = {*STORED, *(p.stem for p in (PROJECT / "sql" / "derived").glob("*.sql"))}
+# The blocking checks of the publishing step, on the tables they guard.
+BLOCKING_CHECKS = {
+    "digests_unique": "fact_result",
+    "no_orphan_digests": "fact_result",
+    "p20_le_p50_le_p80": "fact_result",
+    "every_row_reconciled": "fact_revision_member",
+}
 
 LAUNCH = """
 mutation Launch($params: ExecutionParams!) {
@@ -67,6 +76,7 @@ query Assets {
     groupName
     kinds
     internalFreshnessPolicy { ... on TimeWindowFreshnessPolicy { warnWindowSeconds failWindowSeconds } }
+    assetChecksOrError { ... on AssetChecks { checks { name blocking description } } }
     assetMaterializations(limit: 1) {
       runId
       metadataEntries {
@@ -156,8 +166,14 @@ def fake_github_small(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fake
 
 
 @pytest.fixture(scope="module")
-def dagster_dev(tmp_path_factory: pytest.TempPathFactory, fake_github_small: FakeGitHub) -> Iterator[Dagster]:
-    tmp = tmp_path_factory.mktemp("dagster_ui")
+def dagster_tmp(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The scratch directory of dagster dev: its instance, its log and the warehouse root."""
+    return tmp_path_factory.mktemp("dagster_ui")
+
+
+@pytest.fixture(scope="module")
+def dagster_dev(dagster_tmp: Path, fake_github_small: FakeGitHub) -> Iterator[Dagster]:
+    tmp = dagster_tmp
     port = _free_port()
     log = tmp / "dagster-dev.log"
     dagster = str(Path(sys.executable).parent / "dagster")
@@ -204,33 +220,64 @@ def _metadata(node: dict) -> dict[str, dict]:
     return {entry["label"]: entry for entry in node["assetMaterializations"][0]["metadataEntries"]}
 
 
-def test_refresh_materializes_every_asset_with_its_metadata(dagster_dev: Dagster, refreshed: str):
-    nodes = {n["assetKey"]["path"][-1]: n for n in dagster_dev.graphql(ASSETS)["assetNodes"]}
-    assert {"upstream_snapshots", "fact_result", "published_generation", "liger_duckdb"} <= set(nodes)
+def _nodes(dagster_dev: Dagster) -> dict[str, dict]:
+    return {n["assetKey"]["path"][-1]: n for n in dagster_dev.graphql(ASSETS)["assetNodes"]}
+
+
+def _lake_counts(root: Path) -> dict[str, tuple[int, list[str]]]:
+    """Each lake table's rows and columns, read back by a plain DuckDB client attaching the lake."""
+    with open_views(root / "catalog.sqlite") as con:
+        return {
+            table: (
+                con.execute(f"select count(*) from {table}").fetchone()[0],
+                [name for name, *_ in con.execute(f"describe {table}").fetchall()],
+            )
+            for table in LAKE_TABLES
+        }
+
+
+def test_refresh_materializes_every_asset_with_its_metadata(dagster_dev: Dagster, dagster_tmp: Path, refreshed: str):
+    nodes = _nodes(dagster_dev)
+    assert {"upstream_snapshots", "regression_digest", *LAKE_TABLES} <= set(nodes)
     for name, node in nodes.items():
         assert node["description"] and node["groupName"] != "default" and node["kinds"], name
-        if name not in OUTPUT_ASSETS | IMPORT_ASSETS:
+        if name not in OUTPUT_ASSETS | IMPORT_ASSETS | MAINTENANCE_ASSETS:
             assert node["assetMaterializations"][0]["runId"] == refreshed, name
-    for name in WAREHOUSE_ASSETS:
+    # Every table of the lake shows the rows and the columns the lake itself holds.
+    for name, (rows, columns) in _lake_counts(dagster_tmp / "warehouse").items():
         metadata = _metadata(nodes[name])
-        assert metadata["dagster/row_count"]["intValue"] >= 0, name
-        assert metadata["dagster/column_schema"]["schema"]["columns"], name
+        assert metadata["dagster/row_count"]["intValue"] == rows, name
+        assert [c["name"] for c in metadata["dagster/column_schema"]["schema"]["columns"]] == columns, name
+    upstream = _metadata(nodes["upstream_snapshots"])
+    assert upstream["dagster/row_count"]["intValue"] > 0 and upstream["dagster/column_schema"]["schema"]["columns"]
     fact = _metadata(nodes["fact_result"])
     assert fact["dagster/row_count"]["intValue"] == fact["results_added"]["intValue"] > 0
+    assert fact["results_restated"]["intValue"] == fact["results_removed"]["intValue"] == 0
     assert {c["name"] for c in fact["dagster/column_schema"]["schema"]["columns"]} >= {"result_digest", "p50"}
-    published = _metadata(nodes["published_generation"])
-    assert published["results_restated"]["intValue"] == published["results_removed"]["intValue"] == 0
-    revisions = published["revisions"]["mdStr"]
+    revisions = _metadata(nodes["fact_revision_member"])["revisions"]["mdStr"]
     assert "https://github.com/linkedin/Liger-Kernel/commit/" in revisions  # main-branch and gh-pages links
     assert "gh-pages run" in revisions
-    assert "| kernel |" in _metadata(nodes["liger_duckdb"])["newest_regressions"]["mdStr"]
+    assert _metadata(nodes["fact_change_point"])["series"]["intValue"] > 0
+
+
+def test_the_blocking_checks_ran_and_passed(dagster_dev: Dagster, refreshed: str):
+    """Each blocking check of the publishing step shows on the table it guards, with the
+    refresh's execution of it."""
+    nodes = _nodes(dagster_dev)
+    for name, table in BLOCKING_CHECKS.items():
+        (shown,) = [c for c in nodes[table]["assetChecksOrError"]["checks"] if c["name"] == name]
+        assert shown["blocking"] and shown["description"], name
+        execution = dagster_dev.graphql(CHECK, key={"path": [table]}, name=name)["assetCheckExecutions"][0]
+        assert execution["runId"] == refreshed, name
+        assert execution["status"] == "SUCCEEDED" and execution["evaluation"]["success"] is True, execution
+        assert execution["evaluation"]["severity"] == "ERROR", name
 
 
 def test_outputs_job_follows_the_refresh(dagster_dev: Dagster, refreshed: str):
     """The daemon's run-status sensor launches the outputs job once the refresh has succeeded."""
     deadline = time.monotonic() + RUN_SECONDS + 60
     while time.monotonic() < deadline:
-        nodes = {n["assetKey"]["path"][-1]: n for n in dagster_dev.graphql(ASSETS)["assetNodes"]}
+        nodes = _nodes(dagster_dev)
         done = {name for name in OUTPUT_ASSETS if nodes[name]["assetMaterializations"]}
         if done == OUTPUT_ASSETS:
             break
@@ -249,7 +296,7 @@ def _tags(dagster_dev: Dagster, run_id: str) -> dict[str, str]:
 
 
 def test_freshness_policy_warns_after_36_hours(dagster_dev: Dagster, refreshed: str):
-    nodes = {n["assetKey"]["path"][-1]: n for n in dagster_dev.graphql(ASSETS)["assetNodes"]}
+    nodes = _nodes(dagster_dev)
     policy = nodes["upstream_snapshots"]["internalFreshnessPolicy"]
     assert policy["warnWindowSeconds"] == 36 * 3600
     assert policy["failWindowSeconds"] > policy["warnWindowSeconds"]
@@ -258,7 +305,10 @@ def test_freshness_policy_warns_after_36_hours(dagster_dev: Dagster, refreshed: 
 def test_the_first_refresh_calls_no_regression_new(dagster_dev: Dagster, refreshed: str):
     """A first refresh ingests all of upstream's history, regressions included: that is not
     news, so the warning check passes and says there was nothing to compare with."""
-    checks = dagster_dev.graphql(CHECK, key={"path": ["liger_duckdb"]}, name="no_new_regressions")
+    on = [name for name, node in _nodes(dagster_dev).items()
+          if any(c["name"] == "no_new_regressions" for c in node["assetChecksOrError"].get("checks", []))]  # fmt: skip
+    assert len(on) == 1, f"the check no_new_regressions is on {on}"
+    checks = dagster_dev.graphql(CHECK, key={"path": on}, name="no_new_regressions")
     execution = checks["assetCheckExecutions"][0]
     assert execution["runId"] == refreshed
     assert execution["evaluation"]["severity"] == "WARN"

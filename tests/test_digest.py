@@ -19,10 +19,10 @@ from typer.testing import CliRunner
 from liger_warehouse.alerts.digest import RunStep, commits_between
 from liger_warehouse.alerts.webhook import WebhookError, parse_webhooks
 from liger_warehouse.cli import app
-from liger_warehouse.serve.database import connect
 from liger_warehouse.store.raw import RawStore
 from liger_warehouse.store.storage import Storage
 from tests.conftest import env, refresh
+from tests.plain_duckdb import open_views
 from tests.small_mirror import small_mirror
 
 RUNS = Path("gh-pages") / "benchmarks"
@@ -57,7 +57,7 @@ def _url(server: ThreadingHTTPServer, path: str) -> str:
 
 def _steadiest_kernel(root: Path) -> str:
     """The kernel whose Liger speed series can all see the smallest change: a doubling must show."""
-    with connect(Storage(str(root))) as con:
+    with open_views(root / "catalog.sqlite") as con:
         [(kernel,)] = con.execute(
             """select kernel from series_noise where is_liger and metric = 'speed' and history >= 5
                group by kernel order by max(detectable_change), kernel limit 1"""
@@ -158,7 +158,8 @@ def test_a_bad_webhook_setting_fails_the_digest_and_writes_nothing(tmp_path: Pat
     failed = [e.step_key for e in built.result.all_events if e.is_step_failure]
     assert failed == ["regression_digest"]
     assert not (root / "digests").exists()
-    assert (root / "liger.duckdb").is_file(), "the warehouse itself is published"
+    with open_views(root / "catalog.sqlite") as con:
+        assert con.execute("select count(*) from fact_result").fetchone()[0] > 0, "the lake itself is published"
 
 
 def test_digest_without_digests_says_so(tmp_path: Path) -> None:

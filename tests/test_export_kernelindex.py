@@ -16,8 +16,8 @@ from typer.testing import CliRunner
 
 from liger_warehouse.cli import app
 from liger_warehouse.export.record_schema import schema, validate_record
-from liger_warehouse.store.generations import GenerationStore
-from liger_warehouse.store.storage import Storage
+from liger_warehouse.lake.connect import latest_snapshot
+from liger_warehouse.lake.location import Lake
 from tests.conftest import env, require_reference
 from tests.plain_duckdb import open_views
 
@@ -42,9 +42,9 @@ def _query(db: Path, sql: str, params: list | None = None) -> list[tuple]:
 
 
 def export_path(root: Path) -> Path:
-    """The export the ``kernelindex_export`` asset wrote for the published generation."""
-    gen_id = GenerationStore(Storage(root)).current_id()
-    return root / "exports" / "kernelindex" / f"{gen_id}.ndjson"
+    """The export the ``kernelindex_export`` asset wrote for the lake's newest snapshot."""
+    snapshot = latest_snapshot(Lake.of(str(root)))
+    return root / "exports" / "kernelindex" / f"{snapshot}.ndjson"
 
 
 @cache

@@ -1,9 +1,9 @@
 """Issue 4 acceptance, import side: an export imported back gives the same results and digests;
 bad records are quarantined with the reason and line, and the import rebuilds byte for byte.
 
-Issue 11: the import is a run of the ``imports`` Dagster job (stage, the blocking audits,
-publish, views) recorded in the instance; a file without one valid record publishes nothing;
-``--dry-run`` writes nothing; an import can be withdrawn and imported again."""
+Issue 11: the import is a run of the ``imports`` Dagster job (one transaction: ingest, the
+derived tables, the blocking checks) recorded in the instance; a file without one valid record
+publishes nothing; ``--dry-run`` writes nothing; an import can be withdrawn and imported again."""
 
 from __future__ import annotations
 
@@ -21,10 +21,8 @@ from liger_warehouse.cli import app
 from liger_warehouse.imports.ndjson import split_ndjson
 from liger_warehouse.model.digests import digest
 from liger_warehouse.model.tables import DERIVED
-from liger_warehouse.store.generations import GenerationStore
-from liger_warehouse.store.storage import Storage
 from pipelines.defs.schedules import LAUNCHED_BY
-from pipelines.defs.warehouse.checks import SPECS as AUDITS
+from pipelines.defs.warehouse.assets import CHECKS
 from tests.conftest import env, refresh, require_reference
 from tests.plain_duckdb import open_views
 from tests.reliability.published import dagster_home
@@ -32,7 +30,6 @@ from tests.test_export_kernelindex import export_path
 
 pytestmark = pytest.mark.slow
 
-VIEWS_ASSET = "liger_duckdb"
 VALUES = (
     "protocol_digest, workload_digest, environment_digest, implementation_digest, "
     "metric, unit, p20, p50, p80, observed_at, liger_version"
@@ -40,8 +37,14 @@ VALUES = (
 
 
 def _query(root: Path, sql: str) -> list[tuple]:
-    with open_views(root / "liger.duckdb") as con:
+    with open_views(root / "catalog.sqlite") as con:
         return con.execute(sql).fetchall()
+
+
+def _snapshot(root: Path) -> int:
+    """The newest snapshot of the lake at ``root``."""
+    ((snapshot,),) = _query(root, "select max(snapshot_id) from ducklake_snapshots('liger')")
+    return snapshot
 
 
 def _cli(*args: str):
@@ -137,10 +140,10 @@ def test_bad_records_are_quarantined_and_the_import_rebuilds_exactly(mirror_ware
     assert result.exit_code == 0, result.output
     assert out.read_bytes() == data
     # Importing the same bytes again changes nothing.
-    generation = GenerationStore(Storage(copy_of)).current_id()
+    snapshot = _snapshot(copy_of)
     again = _cli("import", "kernelindex", str(file), "-w", str(copy_of))
     assert again.exit_code == 0 and "already imported; nothing changed" in again.output
-    assert GenerationStore(Storage(copy_of)).current_id() == generation
+    assert _snapshot(copy_of) == snapshot
     assert len(_runs(instance)) == 1  # the second import needed no run
 
 
@@ -180,10 +183,10 @@ def test_a_refresh_after_an_import_keeps_it(copy_of, tmp_path, fake_github):
     file = tmp_path / "two.ndjson"
     file.write_bytes(b"\n".join(path.read_bytes().splitlines()[:2]) + b"\n")
     assert _cli("import", "kernelindex", str(file), "-w", str(copy_of)).exit_code == 0
-    generation = GenerationStore(Storage(copy_of)).current_id()
+    snapshot = _snapshot(copy_of)
     # Upstream has nothing new: the import is neither withdrawn nor stops being current.
     assert refresh(copy_of, fake_github).result.success
-    assert GenerationStore(Storage(copy_of)).current_id() == generation
+    assert _snapshot(copy_of) == snapshot
     assert _query(copy_of, "select count(*) from fact_result where source = 'import' and is_current") == [(2,)]
 
 
@@ -195,13 +198,12 @@ def _lines(mirror_warehouse, n: int) -> list[bytes]:
     return export_path(mirror_warehouse.root).read_bytes().splitlines()[:n]
 
 
-def _tree(root: Path, skip: tuple[str, ...] = ()) -> dict[str, str]:
+def _tree(root: Path) -> dict[str, str]:
     """Every directory and file under ``root``, files with the SHA-256 of their bytes."""
     out = {}
     for path in sorted(root.rglob("*")):
         key = str(path.relative_to(root))
-        if not key.startswith(skip):
-            out[key] = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "dir"
+        out[key] = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "dir"
     return out
 
 
@@ -226,9 +228,9 @@ def test_an_import_is_a_run_of_the_imports_job(mirror_warehouse, copy_of, tmp_pa
     file.write_bytes(b"\n".join(_lines(mirror_warehouse, 2)) + b"\n")
     result = _cli("import", "kernelindex", str(file), "-w", str(copy_of))
     assert result.exit_code == 0, result.output
-    current = GenerationStore(Storage(copy_of)).current_id()
+    current = _snapshot(copy_of)
     assert _said(result.output) == [
-        f"import:two: 2 records, 2 new results, 0 quarantined; published generation {current}"
+        f"import:two: 2 records, 2 new results, 0 quarantined; published snapshot {current}"
     ]
     (run,) = _runs(instance)
     assert run.status == dg.DagsterRunStatus.SUCCESS
@@ -236,28 +238,21 @@ def test_an_import_is_a_run_of_the_imports_job(mirror_warehouse, copy_of, tmp_pa
     assert run.tags["liger-warehouse/refresh"] == "import"  # one writer at a time in the run queue
     assert run.tags[LAUNCHED_BY] == "cli"
     with env(DAGSTER_HOME=str(instance)), dg.DagsterInstance.get() as dagster:
-        # Lineage: the import, the tables it staged, the publish and the views, all from this run.
-        for key in (
-            "kernelindex_import",
-            "fact_result",
-            "dim_upstream_revision",
-            "published_generation",
-            "liger_duckdb",
-        ):
+        # Lineage: the import and every table of the snapshot it published (the derived ones,
+        # made again from its facts, included), all from this run.
+        for key in ("kernelindex_import", "fact_result", "dim_upstream_revision", *DERIVED):
             event = dagster.get_latest_materialization_event(dg.AssetKey(key))
             assert event is not None and event.run_id == run.run_id, key
-        published = dagster.get_latest_materialization_event(dg.AssetKey("published_generation"))
-        assert published.asset_materialization.metadata["generation"].value == current
+            if key != "kernelindex_import":
+                assert event.asset_materialization.metadata["snapshot"].value == current, key
         audits = [
             e.dagster_event.event_specific_data
             for e in dagster.all_logs(run.run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION)
         ]
     blocking = {e.asset_check_key.to_user_string(): e.passed for e in audits if e.blocking}
-    assert blocking == {spec.key.to_user_string(): True for spec in AUDITS}
-    # The generation it published carries derived tables of its own facts, the import's included.
-    gen = GenerationStore(Storage(copy_of)).current()
-    assert all(gen.parts(table) for table in DERIVED)
-    with open_views(copy_of / "liger.duckdb") as con:
+    assert blocking == {f"{table}:{name}": True for name, (table, _) in CHECKS.items()}
+    # The snapshot it published carries derived tables of its own facts, the import's included.
+    with open_views(copy_of / "catalog.sqlite") as con:
         missing = con.execute(
             "select count(distinct series_digest) from fact_result anti join dim_series using (series_digest)"
         )
@@ -278,9 +273,8 @@ def test_a_file_without_a_valid_record_publishes_nothing(copy_of, tmp_path, inst
     what, hint = _said(result.output)
     assert what.startswith("error: ImportRejected: import:bad: no valid record among 2 (line 1: not JSON")
     assert hint == "the published warehouse is unchanged; run again with --debug for the trace"
-    # Not a byte of the warehouse changed: no generation, part, snapshot or ledger entry. Only the
-    # CLI's lock file may be new (its bytes are empty: it is a flock).
-    assert _tree(copy_of, skip=(".locks",)) == {k: v for k, v in before.items() if not k.startswith(".locks")}
+    # Not a byte of the warehouse changed: no catalog row, data file or raw snapshot.
+    assert _tree(copy_of) == before
     (run,) = _runs(instance)
     assert run.status == dg.DagsterRunStatus.FAILURE
 
@@ -292,7 +286,7 @@ def test_dry_run_reports_what_would_change_and_writes_nothing(mirror_warehouse, 
     before = _tree(copy_of)
     result = _cli("import", "kernelindex", str(file), "--dry-run", "-w", str(copy_of))
     assert result.exit_code == 0, result.output
-    assert _tree(copy_of) == before  # not a byte, not even a lock file
+    assert _tree(copy_of) == before  # not a byte: its transaction was rolled back
     assert _runs(instance) == []
     summary, quarantined, added = _said(result.output)
     assert summary == "dry run, nothing written: import:dry would get 3 records, 2 new results, 1 quarantined"
@@ -316,12 +310,11 @@ def test_withdraw_keeps_history_and_an_import_makes_it_current_again(mirror_ware
     first = tmp_path / "lab.ndjson"
     first.write_bytes(b"\n".join(lines[:3]) + b"\n")
     assert _cli("import", "kernelindex", str(first), "-w", str(copy_of)).exit_code == 0
-    gens = GenerationStore(Storage(copy_of))
 
     result = _cli("import", "withdraw", "lab", "-w", str(copy_of))
     assert result.exit_code == 0, result.output
     assert _said(result.output) == [
-        f"import:lab withdrawn: 3 results no longer current; published generation {gens.current_id()}"
+        f"import:lab withdrawn: 3 results no longer current; published snapshot {_snapshot(copy_of)}"
     ]
     # History stays: every result and the revision, no longer current, and the file rebuilds.
     assert _query(copy_of, "select count(*) from fact_result where source_key = 'import:lab'") == [(3,)]
@@ -334,13 +327,13 @@ def test_withdraw_keeps_history_and_an_import_makes_it_current_again(mirror_ware
     assert _cli("export", "liger-csv", "--path", "import:lab", "--out", str(out), "-w", str(copy_of)).exit_code == 0
     assert out.read_bytes() == first.read_bytes()
 
-    withdrawn_in = gens.current_id()
+    withdrawn_in = _snapshot(copy_of)
     again = _cli("import", "withdraw", "lab", "-w", str(copy_of))
     assert again.exit_code == 0 and _said(again.output) == ["import:lab: already withdrawn; nothing changed"]
     unknown = _cli("import", "withdraw", "nope", "-w", str(copy_of))
     assert unknown.exit_code == 1
     assert _said(unknown.output) == ["error: there is no import named 'nope'; imported: lab", "nothing changed"]
-    assert gens.current_id() == withdrawn_in
+    assert _snapshot(copy_of) == withdrawn_in
     # Another import rewrites the revisions table: the withdrawal stays.
     other = tmp_path / "other.ndjson"
     other.write_bytes(lines[3] + b"\n")

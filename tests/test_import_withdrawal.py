@@ -55,7 +55,7 @@ def _comparisons(root: Path) -> dict[str, str]:
     """``compare_versions`` of each pair of consecutive releases and of each pair of builds a
     series steps between (``regressions``), as read from ``root``."""
     release = "select build from dim_build where build_kind = 'release' order by build_rank"
-    with open_views(root / "liger.duckdb") as con:
+    with open_views(root / "catalog.sqlite") as con:
         releases = [build for (build,) in con.execute(release).fetchall()]
         steps = con.execute("select distinct base_version, head_version from regressions").fetchall()
     pairs = sorted(set(pairwise(releases)) | set(steps))
@@ -63,7 +63,7 @@ def _comparisons(root: Path) -> dict[str, str]:
 
 
 def _rows(root: Path, queries: dict[str, str]) -> dict[str, pa.Table]:
-    with open_views(root / "liger.duckdb") as con:
+    with open_views(root / "catalog.sqlite") as con:
         return {name: con.execute(sql).to_arrow_table() for name, sql in queries.items()}
 
 
@@ -107,6 +107,6 @@ def test_a_withdrawn_import_leaves_every_build_and_verdict_as_if_never_imported(
     # Kept as history: every result, none current, each shown as withdrawn.
     held = "select count(*), count(*) filter (where is_current) from fact_result where source_key = 'import:lab'"
     reasons = "select reason, count(*) from restatements where source_key = 'import:lab' group by reason"
-    with open_views(withdrawn / "liger.duckdb") as con:
+    with open_views(withdrawn / "catalog.sqlite") as con:
         assert con.execute(held).fetchall() == [(RECORDS, 0)]
         assert con.execute(reasons).fetchall() == [("withdrawn", RECORDS)]

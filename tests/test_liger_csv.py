@@ -14,11 +14,12 @@ import duckdb
 import pytest
 from typer.testing import CliRunner
 
-from liger_warehouse.build.ingest import GenerationBuilder
+from liger_warehouse.build.publish import publish
 from liger_warehouse.cli import app
 from liger_warehouse.export import liger_csv
 from liger_warehouse.export.records import connect
-from liger_warehouse.store.generations import GenerationStore
+from liger_warehouse.lake.connect import held_revisions
+from liger_warehouse.lake.location import Lake
 from liger_warehouse.store.raw import RawStore
 from liger_warehouse.store.storage import Storage
 from liger_warehouse.upstream.fetch import fetch_revisions
@@ -33,6 +34,7 @@ def _sha(data: bytes) -> str:
 
 
 def _without_raw(source: Path, target: Path) -> Path:
+    # Catalog and data copied together: the copy reads its own files (the data path is overridden).
     shutil.copytree(source, target, ignore=shutil.ignore_patterns("exports"))
     shutil.rmtree(target / "raw")
     return target
@@ -63,8 +65,7 @@ def _rebuilt_and_expected(mirror: Path, root: Path) -> tuple[dict, dict]:
         expected[("path", path, sha)] = _sha(gzip.decompress(gz.read_bytes()))
     for gz in mirror.glob("gh-pages/benchmarks/*/benchmark.csv.gz"):
         expected[("run", gz.parent.name, None)] = _sha(gzip.decompress(gz.read_bytes()))
-    gens = GenerationStore(Storage(root))
-    con = connect(gens, gens.current())
+    con = connect(Lake.of(str(root)))
     got = {}
     for kind, name, sha in expected:
         revision = liger_csv.find_run(con, name) if kind == "run" else liger_csv.find_revision(con, name, sha)
@@ -178,14 +179,13 @@ def _mirror_with_bad_rows(tmp_path: Path) -> tuple[Path, str, bytes]:
 
 
 def _ingest(root: Path, mirror: Path) -> None:
-    """The refresh job's fetch, ingest and publish steps alone (the other assets are not needed)."""
-    storage = Storage(root)
-    gens, raw = GenerationStore(storage), RawStore(storage)
+    """The refresh job's fetch and publish steps alone (the outputs are not needed)."""
+    storage, lake = Storage(root), Lake.of(str(root))
+    raw = RawStore(storage)
     source = open_upstream(UpstreamSettings(upstream=str(mirror)), storage)
     listing = source.list()
-    known = set(gens.read_table(gens.current(), "dim_upstream_revision", ["revision_digest"]).column(0).to_pylist())
-    gen = GenerationBuilder(gens, raw).build(listing, fetch_revisions(source, raw, listing, known).contents)
-    gens.publish(gen)
+    fetched = fetch_revisions(source, raw, listing, held_revisions(lake))
+    assert publish(lake, raw, listing, fetched.contents).snapshot is not None
 
 
 def test_a_file_with_quarantined_rows_rebuilds_exactly(mirror_warehouse, tmp_path):
@@ -194,8 +194,7 @@ def test_a_file_with_quarantined_rows_rebuilds_exactly(mirror_warehouse, tmp_pat
     mirror, sha, data = _mirror_with_bad_rows(tmp_path)
     _ingest(root, mirror)
     shutil.rmtree(root / "raw")
-    gens = GenerationStore(Storage(root))
-    con = connect(gens, gens.current())
+    con = connect(Lake.of(str(root)))
     assert con.sql("select count(*) from quarantined_row").fetchall() == [(1,)]
     result = _export(root, tmp_path / "bad.csv", "--path", MAIN_CSV, "--as-of", sha[:10])
     assert result.exit_code == 0, result.output

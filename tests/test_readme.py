@@ -14,12 +14,15 @@ import pytest
 from typer.testing import CliRunner
 
 from liger_warehouse.cli import app
+from liger_warehouse.lake.extensions import packaged
 from tests.plain_duckdb import open_views
 from tests.test_cli_query import duckdb_cli
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 EXAMPLE = re.compile(r"```sql\n(?P<sql>.*?)```\n```\n(?P<out>.*?)```", re.S)
 COMMAND = re.compile(r"```\n\$ liger-warehouse (?P<args>[^\n]*)\n(?P<out>.*?)```", re.S)
+# How the README tells any DuckDB client to open the lake of ./warehouse.
+ATTACH = "ATTACH 'ducklake:sqlite:warehouse/catalog.sqlite' AS liger (READ_ONLY); USE liger;"
 
 
 def _examples() -> list[tuple[str, str]]:
@@ -34,13 +37,18 @@ def _lines(text: str) -> list[str]:
     return [line.rstrip() for line in text.strip("\n").splitlines()]
 
 
+def _attach_commands(root: Path) -> list[str]:
+    """The standalone DuckDB CLI's start-up commands: the extensions loaded offline from their pip
+    packages, as the README says, then the README's own ATTACH of the lake, pointed at ``root``."""
+    assert ATTACH in README.read_text(), "the README no longer says how to attach the lake"
+    loads = [f"LOAD '{packaged(name)}';" for name in ("ducklake", "sqlite_scanner")]
+    return [*loads, ATTACH.replace("sqlite:warehouse/", f"sqlite:{root}/")]
+
+
 @pytest.mark.parametrize(("sql", "shown"), _examples(), ids=[f"example-{i}" for i, _ in enumerate(_examples(), 1)])
 def test_every_example_query_prints_what_the_readme_shows(full_mirror_warehouse, sql: str, shown: str):
-    root = full_mirror_warehouse.root
-    done = subprocess.run(
-        [duckdb_cli(), "-readonly", "-cmd", f"set file_search_path = '{root}'", str(full_mirror_warehouse.database)],
-        input=sql, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+    startup = [arg for command in _attach_commands(full_mirror_warehouse.root) for arg in ("-cmd", command)]
+    done = subprocess.run([duckdb_cli(), *startup], input=sql, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert _lines(done.stdout) == _lines(shown)
 

@@ -15,7 +15,6 @@ import pytest
 from liger_warehouse.audit import regression_watch
 from liger_warehouse.runtime import progress
 from liger_warehouse.runtime.refresh_summary import commit_url, repository_url, revisions_markdown
-from liger_warehouse.store.storage import Storage
 from pipelines.definitions import load
 from tests.conftest import refresh
 from tests.small_mirror import small_mirror
@@ -74,8 +73,8 @@ def test_progress_reaches_listeners_only_while_listening():
     assert seen == [("download", 1, 2, "x")]
 
 
-def _database(path: Path, rows: list[tuple], view: bool = True) -> Path:
-    """A liger.duckdb stand-in: builds in release order and a `regressions` view of ``rows``
+def _database(path: Path, rows: list[tuple], view: bool = True) -> duckdb.DuckDBPyConnection:
+    """A reader of a stand-in lake: builds in release order and a `regressions` view of ``rows``
     (kernel, head build, adjusted change, verdict)."""
     with duckdb.connect(str(path)) as con:
         con.execute("create table dim_build as select * from (values ('0.1.0', 1), ('0.2.0', 2), ('0.3.0', 3)) "
@@ -87,14 +86,14 @@ def _database(path: Path, rows: list[tuple], view: bool = True) -> Path:
             given = ("kernel", "head_version", "adjusted_change")
             shown = ", ".join(f"null as {c}" for c in (*regression_watch.SHOWN, "series_digest") if c not in given)
             con.execute(f"create view regressions as select *, {shown} from r")
-    return path
+    return duckdb.connect(str(path), read_only=True)
 
 
 def test_regressions_are_read_newest_build_first(tmp_path: Path):
-    storage = Storage(str(tmp_path))
     rows = [("a", "0.2.0", 0.5, "regression"), ("b", "0.3.0", 0.2, "regression"), ("c", "0.3.0", 0.9, "regression"),
             ("d", "0.3.0", -0.5, "improvement")]  # fmt: skip
-    found = regression_watch.read(storage, _database(tmp_path / "new.duckdb", rows))
+    with _database(tmp_path / "new.duckdb", rows) as con:
+        found = regression_watch.read(con)
     kernel = found.columns.index("kernel")
     assert [r[kernel] for r in found.rows] == ["c", "b", "a"]  # newest build, then the largest change
     table = regression_watch.markdown(found)
@@ -103,8 +102,8 @@ def test_regressions_are_read_newest_build_first(tmp_path: Path):
 
 
 def test_regressions_without_the_view(tmp_path: Path):
-    storage = Storage(str(tmp_path))
-    missing = regression_watch.read(storage, _database(tmp_path / "noview.duckdb", [], view=False))
+    with _database(tmp_path / "noview.duckdb", [], view=False) as con:
+        missing = regression_watch.read(con)
     assert not missing.available and "could not read the regressions view" in missing.note
     assert "could not read the regressions view" in regression_watch.markdown(missing)
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from liger_warehouse.audit import regression_watch
-from liger_warehouse.store.generations import GenerationStore
-from liger_warehouse.store.storage import Storage
+from liger_warehouse.lake.connect import latest_snapshot, read_lake
+from liger_warehouse.lake.location import Lake
 from tests.conftest import refresh
 from tests.plain_duckdb import open_views
 from tests.small_mirror import small_mirror
@@ -25,7 +25,7 @@ def _check(result) -> dict:
 
 
 def _regressions_into(root: Path, builds: list[str]) -> list[str]:
-    with open_views(root / "liger.duckdb") as con:
+    with open_views(root / "catalog.sqlite") as con:
         rows = con.execute(
             "select series_digest from regressions where verdict = 'regression' and list_contains(?, head_version)",
             [builds],
@@ -54,6 +54,16 @@ def _add_slower_nightly(mirror: Path, run: str, factor: float) -> str:
     return body[at][0]
 
 
+def _builds_changed_by_the_last_publish(lake: Lake) -> list[str]:
+    """``dim_build`` at the newest snapshot against the one before it, read by time travel."""
+    snapshot = latest_snapshot(lake)
+    builds = []
+    for as_of in (snapshot - 1, snapshot):
+        with read_lake(lake, as_of=str(as_of)) as con:
+            builds.append(con.execute(regression_watch.BUILDS).fetchall())
+    return regression_watch.changed_builds(*builds)
+
+
 @pytest.mark.slow
 def test_the_first_publish_is_the_baseline_and_a_new_release_is_judged(tmp_path: Path):
     mirror = small_mirror(tmp_path / "mirror")
@@ -69,9 +79,8 @@ def test_the_first_publish_is_the_baseline_and_a_new_release_is_judged(tmp_path:
     want = _regressions_into(root, ["99.0.0"])
     assert len(want) == 1 and not check["passed"]
     assert check["new_regressions"] == 1 and "99.0.0" in check["compared"]
-    gens = GenerationStore(Storage(str(root)))
-    read = regression_watch.read(gens.storage, root / "liger.duckdb")
-    new = regression_watch.new_in_refresh(gens, gens.current(), read)
+    lake = Lake.of(str(root))
+    new = regression_watch.new_in_snapshot(lake, latest_snapshot(lake))
     assert sorted(r[new.columns.index("series_digest")] for r in new.rows) == want
 
 
@@ -82,13 +91,12 @@ def test_a_new_nightly_run_is_judged_against_the_build_before_it(tmp_path: Path)
     assert refresh(root, upstream=str(mirror)).result.success
     kernel = _add_slower_nightly(mirror, "fedcba9", factor=3.0)
     second = refresh(root, upstream=str(mirror))
-    gens = GenerationStore(Storage(str(root)))
-    (nightly,) = regression_watch.changed_builds(gens, gens.load(gens.current().parent), gens.current())
+    (nightly,) = _builds_changed_by_the_last_publish(Lake.of(str(root)))
     assert nightly.endswith(".fedcba9")
     check = _check(second.result)
     found = _regressions_into(root, [nightly])
     assert check["new_regressions"] == len(found) >= 1
-    with open_views(root / "liger.duckdb") as con:
+    with open_views(root / "catalog.sqlite") as con:
         kernels = con.execute(
             "select distinct kernel from regressions where head_version = ? and verdict = 'regression'", [nightly]
         ).fetchall()

@@ -66,8 +66,8 @@ def test_page_has_every_section(page, mirror_warehouse):
                 "select distinct kernel from version_history where build_kind = 'release' order by 1"
             ).fetchall()
         ]
-        generation = con.execute("select generation_id from warehouse_generation").fetchone()[0]
-    assert generation in page
+        (snapshot,) = con.execute("select max(snapshot_id) from ducklake_snapshots('liger')").fetchone()
+    assert f"Lake snapshot <code>{snapshot}</code>" in page
     for kernel in kernels:
         assert f">{kernel}</h3>" in page, kernel
 
@@ -138,7 +138,7 @@ def test_asset_wrote_the_report_and_attached_the_pngs(mirror_warehouse):
     assert len(events) == 1
     metadata = events[0].materialization.metadata
     report = Path(metadata["report"].value)
-    assert report.is_file() and report.parent.name == metadata["generation"].value
+    assert report.is_file() and report.parent.name == str(metadata["snapshot"].value)
     assert report.parent.parent == mirror_warehouse.root / "reports"
     charts = {k: v for k, v in metadata.items() if k.startswith("chart/")}
     assert "chart/speedup" in charts

@@ -1,6 +1,7 @@
 """A wheel install works: the analytic views ship inside the package (``sql/`` installed as
 ``liger_warehouse.sql``), so ``liger-warehouse refresh`` from a wheel, in a fresh virtual environment
-and away from the repository, builds liger.duckdb with every view ``sql/`` defines.
+and away from the repository, publishes a lake whose catalog holds every table, view and macro
+``sql/`` defines.
 
 The wheel is built by pip (build isolation: setuptools from the package index) and installed
 alone (``--no-deps``) into a new venv. Its dependencies are the ones this environment already
@@ -23,14 +24,15 @@ from email.parser import Parser
 from importlib.metadata import Distribution, PackageNotFoundError, distribution
 from pathlib import Path
 
+import duckdb
 import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from liger_warehouse.model.tables import SCHEMAS
-from liger_warehouse.serve.database import MissingViews, build_database
-from liger_warehouse.store.generations import GenerationStore
-from liger_warehouse.store.storage import Storage
+from liger_warehouse.lake.connect import open_lake
+from liger_warehouse.lake.location import Lake
+from liger_warehouse.lake.objects import MissingViews, create_sql_objects
+from liger_warehouse.model.tables import STORED
 from tests.plain_duckdb import open_views
 from tests.small_mirror import small_mirror
 
@@ -141,27 +143,36 @@ def test_a_wheel_in_a_fresh_venv_builds_every_view(tmp_path: Path):
     root = tmp_path / "warehouse"
     said = _run(venv / "bin" / "liger-warehouse", "refresh", "-w", root, "--upstream", mirror, cwd=away, env=env)
     assert "No dagster instance configuration file" not in said and "Telemetry" not in said, said
-    with open_views(root / "liger.duckdb") as con:
-        views = {v for (v,) in con.execute("select view_name from duckdb_views() where not internal").fetchall()}
-        macros = {
-            m
-            for (m,) in con.execute(
-                "select function_name from duckdb_functions() where not internal "
-                "and function_type in ('macro', 'table_macro')"
-            ).fetchall()
-        }
+    with open_views(root / "catalog.sqlite") as con:
+        tables, views, macros = _catalog(con)
         assert con.execute("select count(*) from regressions").fetchone()[0] > 0
     defined = _defined()
     assert defined["view"] and defined["macro"]
-    assert defined["view"] | set(SCHEMAS) | {"warehouse_generation"} <= views
+    assert set(STORED) | {p.stem for p in SQL.glob("derived/*.sql")} <= tables
+    assert defined["view"] <= views
     assert defined["macro"] <= macros
 
 
-def test_a_missing_sql_directory_is_an_error_not_a_database_without_views(mirror_warehouse, tmp_path: Path):
-    gens = GenerationStore(Storage(str(mirror_warehouse.root)))
+def _catalog(con: duckdb.DuckDBPyConnection) -> tuple[set[str], set[str], set[str]]:
+    """The tables, views and macros the lake's catalog holds, as any DuckDB client lists them."""
+    tables = {
+        t for (t,) in con.execute("select table_name from duckdb_tables() where database_name = 'liger'").fetchall()
+    }
+    views = {v for (v,) in con.execute("select view_name from duckdb_views() where database_name = 'liger'").fetchall()}
+    macros = {
+        m
+        for (m,) in con.execute(
+            "select function_name from duckdb_functions() where database_name = 'liger' "
+            "and function_type in ('macro', 'table_macro')"
+        ).fetchall()
+    }
+    return tables, views, macros
+
+
+def test_a_missing_sql_directory_is_an_error_not_a_lake_without_views(tmp_path: Path):
     empty = tmp_path / "sql"
     empty.mkdir()
-    target = tmp_path / "liger.duckdb"
-    with pytest.raises(MissingViews, match=r"no analytic views \(\*\.sql\) in .*sql: this installation lacks sql/"):
-        build_database(gens, gens.current(), target, sql_dir=empty)
-    assert not target.exists() and list(tmp_path.glob("liger.duckdb*")) == []
+    with open_lake(Lake.of(str(tmp_path / "warehouse"))) as con:
+        with pytest.raises(MissingViews, match=r"no analytic views \(\*\.sql\) in .*sql: this installation lacks sql/"):
+            create_sql_objects(con, sql_dir=empty)
+        assert _catalog(con)[1:] == (set(), set())  # nothing created before the error

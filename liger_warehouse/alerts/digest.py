@@ -14,6 +14,7 @@ from itertools import pairwise
 
 import duckdb
 
+from liger_warehouse.lake.connect import snapshot_of
 from liger_warehouse.report.publish import report_key
 from liger_warehouse.store.raw import RawStore
 from liger_warehouse.store.storage import Storage
@@ -100,13 +101,12 @@ def digest_step(con: duckdb.DuckDBPyConnection, raw: RawStore, step: RunStep) ->
 
 def build_digest(con: duckdb.DuckDBPyConnection, raw: RawStore, steps: list[RunStep]) -> dict:
     """The digest of ``steps``: named by the newest run, one entry per run, with the report of the
-    generation it was read from (the outputs job writes it after the refresh)."""
-    (generation,) = con.execute("select generation_id from warehouse_generation").fetchone()
+    lake snapshot it was read from (the outputs job writes it after the refresh)."""
     return {
         "digest": steps[-1].run,
         "written_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "runs": [digest_step(con, raw, step) for step in steps],
-        "report": report_key(generation, "index.html"),
+        "report": report_key(snapshot_of(con), "index.html"),
     }
 
 

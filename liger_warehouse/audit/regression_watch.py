@@ -4,29 +4,27 @@ version).
 
 A step's verdict reads each series' noise, and the noise moves a little with every run added,
 so comparing the whole ``regressions`` view before and after a refresh would call old steps new
-whenever their evidence shifted. A step is new when its head build is: the builds of the two
-generations (``dim_build``) say which. The first publish has nothing to compare with: its
-history is not news.
+whenever their evidence shifted. A step is new when its head build is: ``dim_build`` at the new
+snapshot and at the one before it (time travel) say which. The first publish has nothing to
+compare with: its history is not news.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import duckdb
 
-from liger_warehouse.serve.database import open_duckdb
-from liger_warehouse.store.generations import Generation, GenerationStore
-from liger_warehouse.store.storage import Storage
+from liger_warehouse.lake.connect import read_lake
+from liger_warehouse.lake.location import ALIAS, Lake
 
 VIEW = "regressions"
 # Shown in the Markdown table, in this order.
 SHOWN = ("kernel", "provider", "mode", "metric", "gpu", "workload", "base_version", "head_version",
          "change", "adjusted_change", "noise", "z")  # fmt: skip
 MAX_ROWS = 20
-# Only the columns shown (head_version among them, which new_in_refresh filters on) and the series, which
+# Only the columns shown (head_version among them, which new_in_snapshot filters on) and the series, which
 # tells the rows apart: the view's other columns (the evidence of each verdict) cost as much again to
 # compute (at 10^7 results, every regression with every column 1.34-1.39 s, these 0.83-0.84 s).
 NEWEST_FIRST = (
@@ -34,11 +32,12 @@ NEWEST_FIRST = (
     "from regressions as r join dim_build as b on b.build = r.head_version "
     "where r.verdict = 'regression' order by b.build_rank desc, r.adjusted_change desc, r.kernel"
 )
+BUILDS = "select build, sources, results from dim_build"
 
 
 @dataclass
 class Regressions:
-    """Regression rows of one liger.duckdb (the columns ``SHOWN`` and the series), newest build first."""
+    """Regression rows of one snapshot (the columns ``SHOWN`` and the series), newest build first."""
 
     columns: list[str] = field(default_factory=list)
     rows: list[tuple] = field(default_factory=list)
@@ -50,39 +49,61 @@ class Regressions:
         return self.note is None
 
 
-def read(storage: Storage, database: Path) -> Regressions:
-    """Every regression of the liger.duckdb at ``database``, newest build first (``NEWEST_FIRST``)."""
+def read(con: duckdb.DuckDBPyConnection) -> Regressions:
+    """Every regression ``con`` (a reader of the lake) sees, newest build first (``NEWEST_FIRST``)."""
     try:
-        with open_duckdb(storage, str(database), read_only=True) as con:
-            cursor = con.execute(NEWEST_FIRST)
-            return Regressions([d[0] for d in cursor.description], cursor.fetchall())
+        cursor = con.execute(NEWEST_FIRST)
+        return Regressions([d[0] for d in cursor.description], cursor.fetchall())
     except duckdb.Error as exc:
         return Regressions(note=f"could not read the {VIEW} view: {exc}")
 
 
-def changed_builds(gens: GenerationStore, before: Generation, after: Generation) -> list[str]:
-    """Builds ``after`` has that ``before`` did not, or that stand on other results now."""
-    columns = ["build", "sources", "results"]
-    was = {r["build"]: r for r in gens.read_table(before, "dim_build", columns).to_pylist()}
-    now = gens.read_table(after, "dim_build", columns).to_pylist()
-    return sorted(r["build"] for r in now if was.get(r["build"]) != r)
+def previous_snapshot(con: duckdb.DuckDBPyConnection, snapshot: int) -> int | None:
+    """The newest snapshot before ``snapshot`` that the lake still keeps, if any."""
+    (before,) = con.execute(
+        f"select max(snapshot_id) from ducklake_snapshots('{ALIAS}') where snapshot_id < ?", [snapshot]
+    ).fetchone()
+    return before
 
 
-def new_in_refresh(gens: GenerationStore, after: Generation, regressions: Regressions) -> Regressions:
-    """The rows of ``regressions`` (``read`` from the liger.duckdb showing ``after``) in steps
-    whose head build the refresh that published ``after`` created or changed. A filter of the
-    rows already read: the view is not evaluated a second time."""
-    if not regressions.available:
-        return regressions
-    if not after.parent:
-        held = len(regressions.rows)
-        return Regressions(note=f"first publish, nothing to compare with: the history holds {held} regressions")
-    before = gens.load(after.parent)
-    if not before.parts("dim_build"):
-        return Regressions(note="the previous generation has no builds to compare with")
-    builds = changed_builds(gens, before, after)
+def changed_builds(before: list[tuple], after: list[tuple]) -> list[str]:
+    """Builds ``after`` has that ``before`` did not, or that stand on other results now (rows
+    of ``BUILDS``)."""
+    was = {row[0]: row for row in before}
+    return sorted(row[0] for row in after if was.get(row[0]) != row)
+
+
+def _builds_before(lake: Lake, snapshot: int) -> list[tuple] | str:
+    """``dim_build`` at ``snapshot``, or why it cannot be compared with."""
+    try:
+        with read_lake(lake, as_of=str(snapshot)) as con:
+            return con.execute(BUILDS).fetchall()
+    except duckdb.CatalogException:
+        return "first publish, nothing to compare with"
+    except duckdb.Error as exc:
+        return f"snapshot {snapshot} cannot be read: {str(exc).splitlines()[0]}"
+
+
+def new_in_snapshot(lake: Lake, snapshot: int) -> Regressions:
+    """The regressions at ``snapshot`` in steps whose head build the refresh that published it
+    created or changed, compared with the snapshot before it."""
+    with read_lake(lake, as_of=str(snapshot)) as con:
+        regressions = read(con)
+        if not regressions.available:
+            return regressions
+        after = con.execute(BUILDS).fetchall()
+        previous = previous_snapshot(con, snapshot)
+    before = "first publish, nothing to compare with" if previous is None else _builds_before(lake, previous)
+    if isinstance(before, str):
+        return Regressions(note=f"{before}: the history holds {len(regressions.rows)} regressions")
+    return only_builds(regressions, changed_builds(before, after))
+
+
+def only_builds(regressions: Regressions, builds: list[str]) -> Regressions:
+    """The rows of ``regressions`` whose head build is one of ``builds``: a filter of the rows
+    already read, so the view is not evaluated a second time."""
     if not builds:
-        return Regressions(compared="no build changed")
+        return Regressions(regressions.columns, compared="no build changed")
     head, changed = regressions.columns.index("head_version"), set(builds)
     found = Regressions(regressions.columns, [row for row in regressions.rows if row[head] in changed])
     found.compared = f"steps into the {len(builds)} builds this refresh changed: {', '.join(builds[:5])}" + (

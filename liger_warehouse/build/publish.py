@@ -64,13 +64,15 @@ def publish(
     contents: dict[str, str],
     *,
     withdraw: str | None = None,
-    rows: RowSource | None = None,
+    rows: RowSource | Callable[[duckdb.DuckDBPyConnection], RowSource] | None = None,
     pool: SeriesPool | None = None,
     message: str = "refresh",
     now: datetime | None = None,
     on_checks: Callable[[list[checks.CheckOutcome]], None] | None = None,
 ) -> Published:
     """Ingest what ``listing`` holds that the lake does not and publish it as one snapshot.
+    ``rows`` reads new revisions' records; a callable makes it from the transaction's connection
+    (the importer checks claimed digests against the dimension rows this transaction reads).
 
     Raises ``ChecksFailed`` (after ``on_checks`` saw the outcomes) or ``PublishConflict``, having
     committed nothing."""
@@ -78,7 +80,7 @@ def publish(
     try:
         con.execute("begin")
         create_tables(con)
-        ingest = Ingest(con, raw, now, rows)
+        ingest = Ingest(con, raw, now, rows(con) if callable(rows) else rows)
         changed = ingest.run(listing, contents, withdraw)
         summary = ingest.writer.summary_dict(withdraw)
         if not changed and sql_current(con):

@@ -20,7 +20,8 @@ from rich.markup import escape
 from typer.core import TyperGroup
 
 from liger_warehouse import settings
-from liger_warehouse.serve.database import connect
+from liger_warehouse.lake.connect import read_lake
+from liger_warehouse.lake.location import ALIAS, Lake, NoWarehouse, configured
 from liger_warehouse.store.storage import Storage
 
 console = Console(stderr=True)
@@ -132,6 +133,20 @@ def main(
 WarehouseOpt = Annotated[
     str | None, typer.Option("--warehouse", "-w", help="Warehouse root (default $LIGER_WAREHOUSE_DIR or ./warehouse).")
 ]
+CatalogOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="The lake's DuckLake catalog: sqlite:PATH or postgres:dbname=… host=… "
+        "(default $LIGER_WAREHOUSE_CATALOG, else <warehouse>/catalog.sqlite)."
+    ),
+]
+DataOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="Where the lake's Parquet files are: a directory or s3://… "
+        "(default $LIGER_WAREHOUSE_DATA, else <warehouse>/lake/)."
+    ),
+]
 UpstreamOpt = Annotated[
     str | None,
     typer.Option(help="github:OWNER/REPO or a mirror directory (default $LIGER_WAREHOUSE_UPSTREAM)."),
@@ -150,11 +165,32 @@ def warehouse_root(warehouse: str | None) -> str:
     return root
 
 
-def open_database(warehouse: str | None, allow_read: Sequence[Path] = ()) -> duckdb.DuckDBPyConnection:
-    """A locked-down connection to the views of the warehouse (``liger_warehouse.serve.database.connect``),
-    or a clear exit when there is no liger.duckdb yet."""
+def lake_of(warehouse: str | None, catalog: str | None = None, data: str | None = None) -> Lake:
+    """The lake the options name, else the settings: by default the one in the warehouse root."""
+    return configured(warehouse_root(warehouse), catalog, data)
+
+
+def open_reader(lake: Lake, as_of: str | None = None, allow_read: Sequence[Path] = ()) -> duckdb.DuckDBPyConnection:
+    """A locked-down reader of ``lake`` (``read_lake``) at snapshot ``as_of``; a clear one-line
+    exit, status 1, when nothing is published there or it holds no such snapshot."""
     try:
-        return connect(Storage(warehouse_root(warehouse)), allow_read)
-    except FileNotFoundError as exc:
-        console.print(str(exc))
+        return read_lake(lake, as_of, allow_read)
+    except NoWarehouse as exc:
+        console.print(str(exc), soft_wrap=True)
         raise typer.Exit(1) from None
+    except duckdb.InvalidInputException as exc:
+        if as_of is None:
+            raise
+        print_one_line(f"--as-of {as_of}: {_first_line(exc)}; {_snapshots_held(lake)}")
+        raise typer.Exit(1) from None
+
+
+def _snapshots_held(lake: Lake) -> str:
+    with read_lake(lake) as con:
+        first, last = con.execute(f"select min(snapshot_id), max(snapshot_id) from ducklake_snapshots('{ALIAS}')").fetchone()
+    return f"the lake holds snapshots {first} to {last} (`liger-warehouse status` lists them)"
+
+
+def print_one_line(what: str) -> None:
+    """An error that says what to do in the same line."""
+    console.print(f"[red]error:[/red] {escape(what)}", soft_wrap=True)

@@ -4,17 +4,26 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import duckdb
 import typer
 
-from liger_warehouse.cli.app import DEBUG_HINT, WarehouseOpt, app, console, print_error, warehouse_root
+from liger_warehouse.cli.app import (
+    DEBUG_HINT,
+    CatalogOpt,
+    DataOpt,
+    WarehouseOpt,
+    app,
+    console,
+    lake_of,
+    open_reader,
+    print_error,
+    warehouse_root,
+)
 from liger_warehouse.cli.warehouse import root_cause, run_job
+from liger_warehouse.lake.location import Lake
 from liger_warehouse.store.storage import Storage
-
-if TYPE_CHECKING:
-    from liger_warehouse.store.generations import Generation, GenerationStore
 
 export_app = typer.Typer(help="Write warehouse data in other formats.", no_args_is_help=True)
 import_app = typer.Typer(help="Add records from other sources to the warehouse.", no_args_is_help=True)
@@ -22,21 +31,22 @@ app.add_typer(export_app, name="export")
 app.add_typer(import_app, name="import")
 
 Many = Annotated[list[str] | None, typer.Option(help="Repeat to take several.")]
+AsOfOpt = Annotated[
+    str | None, typer.Option("--as-of", help="Read an earlier lake snapshot: its id, or a timestamp. Default: newest.")
+]
 
 
-def _published(warehouse: str | None) -> tuple[GenerationStore, Generation]:
-    from liger_warehouse.store.generations import GenerationStore
+def _reader(lake: Lake, as_of: str | None = None) -> duckdb.DuckDBPyConnection:
+    """The export reader of ``lake`` at ``as_of`` (``export.records.connect``), or a clear exit
+    when nothing is published there or it holds no such snapshot."""
+    from liger_warehouse.export.records import with_results_view
 
-    gens = GenerationStore(Storage(warehouse_root(warehouse)))
-    if gens.current_id() is None:
-        console.print("no generation published yet: run `liger-warehouse refresh` first")
-        raise typer.Exit(1)
-    return gens, gens.current()
+    return with_results_view(open_reader(lake, as_of))
 
 
 @export_app.command("kernelindex")
 def export_kernelindex(
-    out: Annotated[Path, typer.Option(help="Directory to write kernelindex-<generation>[-<subset>].ndjson into.")],
+    out: Annotated[Path, typer.Option(help="Directory to write kernelindex-<snapshot>[-<subset>].ndjson into.")],
     kernel: Many = None,
     gpu: Annotated[list[str] | None, typer.Option(help="Raw gpu_name or its slug (nvidia-h100-80gb-hbm3).")] = None,
     provider: Many = None,
@@ -48,13 +58,16 @@ def export_kernelindex(
         str | None,
         typer.Option(help="Trusted SQL condition on the kernelindex_results view (docs/EXPORTS.md)."),
     ] = None,
+    as_of: AsOfOpt = None,
     warehouse: WarehouseOpt = None,
+    catalog: CatalogOpt = None,
+    data: DataOpt = None,
 ) -> None:
-    """One kernelindex.dev/v1alpha1 record per result of the published generation, as NDJSON."""
-    from liger_warehouse.export.records import ResultFilter, UnsafeWhere, connect
+    """One kernelindex.dev/v1alpha1 record per result of a lake snapshot (the newest), as NDJSON."""
+    from liger_warehouse.export.records import ResultFilter, UnsafeWhere
     from liger_warehouse.export.writer import InvalidRecord, atomic_output, write_records
+    from liger_warehouse.lake.connect import snapshot_of
 
-    gens, gen = _published(warehouse)
     filt = ResultFilter(
         kernels=tuple(kernel or ()),
         gpus=tuple(gpu or ()),
@@ -65,9 +78,10 @@ def export_kernelindex(
         current_only=current_only,
         where=where,
     )
-    name = f"kernelindex-{gen.id}" + ("" if filt.is_everything() else f"-{filt.key()}") + ".ndjson"
-    con = connect(gens, gen)
+    con = _reader(lake_of(warehouse, catalog, data), as_of)
     try:
+        # Named by the snapshot read, so two exports of different states never share a name.
+        name = f"kernelindex-{snapshot_of(con)}" + ("" if filt.is_everything() else f"-{filt.key()}") + ".ndjson"
         with atomic_output(Storage(out), name) as stream:
             stats = write_records(con, filt, stream)
     except (UnsafeWhere, InvalidRecord, duckdb.Error) as exc:  # duckdb.Error: a --where that fails
@@ -91,33 +105,34 @@ def export_liger_csv(
         typer.Option(help="With --path: a commit sha or unique prefix, or an ISO date/date-time. Default: newest."),
     ] = None,
     warehouse: WarehouseOpt = None,
+    catalog: CatalogOpt = None,
+    data: DataOpt = None,
 ) -> None:
     """An upstream file exactly as upstream held it at a revision, rebuilt from the tables."""
     from liger_warehouse.export import liger_csv
-    from liger_warehouse.export.records import connect
     from liger_warehouse.export.writer import atomic_output
 
     if (path is None) == (run is None) or (run is not None and as_of is not None):
         console.print("give --path (optionally with --as-of) or --run")
         raise typer.Exit(2)
-    gens, gen = _published(warehouse)
-    con = connect(gens, gen)
+    # The newest snapshot holds every revision any earlier one did: revisions are never deleted.
+    con = _reader(lake_of(warehouse, catalog, data))
     try:
         revision = liger_csv.find_run(con, run) if run else liger_csv.find_revision(con, path, as_of)
-        data = liger_csv.rebuild(con, revision)
+        content = liger_csv.rebuild(con, revision)
     except (liger_csv.RevisionNotFound, liger_csv.RebuildMismatch) as exc:
         console.print(f"[red]{exc}[/red]")
         raise typer.Exit(1) from None
     finally:
         con.close()
     if str(out) == "-":
-        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.write(content)
         sys.stdout.buffer.flush()
     else:
         with atomic_output(Storage(out.parent), out.name) as stream:
-            stream.write(data)
+            stream.write(content)
     when = f", committed {revision.committed_at:%Y-%m-%d %H:%M:%S}Z" if revision.committed_at else ""
-    console.print(f"{revision.label}{when}: {revision.row_count} rows, {len(data)} bytes, {revision.content_digest}")
+    console.print(f"{revision.label}{when}: {revision.row_count} rows, {len(content)} bytes, {revision.content_digest}")
 
 
 @import_app.command("kernelindex")
@@ -131,23 +146,21 @@ def import_kernelindex_file(
 ) -> None:
     """Add the records of FILE as source import:<name>; invalid records are quarantined.
 
-    Runs the `imports` Dagster job in this process (stage, the blocking audits, publish, views)
-    and records it in the instance at $DAGSTER_HOME. A file without one valid record publishes
+    Runs the `imports` Dagster job in this process (one transaction: ingest, derived tables,
+    the blocking checks) and records it in the instance at $DAGSTER_HOME. A file without one valid record publishes
     nothing. The same file again changes nothing, unless import:<name> was withdrawn: then it
     is current again.
 
     Exit status: 0 when imported or nothing to do; 1 when the file is refused or the run
-    failed; 3 when another refresh or import of the warehouse is running.
+    failed; 3 when another refresh or import of the warehouse committed first.
     """
-    from liger_warehouse.store.generations import GenerationStore
-
     name = name or file.stem
-    gens = GenerationStore(Storage(warehouse_root(warehouse)))
+    root = warehouse_root(warehouse)
     data = file.read_bytes()
     if dry_run:
-        _dry_run(gens, data, name)
-    elif not _nothing_to_do(gens, name, data):
-        _run_imports_job(gens, {"name": name, "file": str(file.resolve())})
+        _dry_run(root, data, name)
+    elif not _nothing_to_do(lake_of(root), name, data):
+        _run_imports_job(root, {"name": name, "file": str(file.resolve())})
 
 
 @import_app.command("withdraw")
@@ -157,15 +170,13 @@ def withdraw_import(
 ) -> None:
     """Withdraw source import:<name>: its results stop being current and stay as history.
 
-    Publishes a generation in which no revision of the source is head (`restatements` shows its
+    Publishes a snapshot in which no revision of the source is head (`restatements` shows its
     results as 'withdrawn'); nothing is deleted. Importing a file under the same name again
     makes the source current again. Runs the `imports` Dagster job like `import kernelindex`.
     """
-    from liger_warehouse.store.generations import GenerationStore
-
-    gens = GenerationStore(Storage(warehouse_root(warehouse)))
-    if not _nothing_to_do(gens, name, None):
-        _run_imports_job(gens, {"name": name, "withdraw": True})
+    root = warehouse_root(warehouse)
+    if not _nothing_to_do(lake_of(root), name, None):
+        _run_imports_job(root, {"name": name, "withdraw": True})
 
 
 def _say(text: str, style: str | None = None) -> None:
@@ -173,12 +184,12 @@ def _say(text: str, style: str | None = None) -> None:
     console.print(text, style=style, markup=False, emoji=False, highlight=False, soft_wrap=True)
 
 
-def _nothing_to_do(gens: GenerationStore, name: str, data: bytes | None) -> bool:
+def _nothing_to_do(lake: Lake, name: str, data: bytes | None) -> bool:
     """Say so, and skip the run, when the import (or withdrawal) would change nothing."""
     from liger_warehouse.imports.kernelindex import source_key, unchanged_by
 
     try:
-        reason = unchanged_by(gens, name, data)
+        reason = unchanged_by(lake, name, data)
     except ValueError as exc:  # a bad name, or no import of that name to withdraw
         print_error(str(exc), "nothing changed")
         raise typer.Exit(1) from None
@@ -187,20 +198,15 @@ def _nothing_to_do(gens: GenerationStore, name: str, data: bytes | None) -> bool
     return bool(reason)
 
 
-def _run_imports_job(gens: GenerationStore, config: dict) -> None:
-    from liger_warehouse.store.generations import RefreshBusy
+def _run_imports_job(root: str, config: dict) -> None:
+    """Run the ``imports`` job; exit 3 when another writer committed to the lake first."""
+    from liger_warehouse.build.publish import PublishConflict
 
-    try:
-        lock = gens.try_lock("refresh")
-    except RefreshBusy as exc:
-        console.print(f"[red]{exc}[/red]")
-        raise typer.Exit(3) from None
-    with lock:
-        result, _ = run_job("imports", gens.storage, {"kernelindex_import": {"config": config}})
+    result, _ = run_job("imports", Storage(root), {"kernelindex_import": {"config": config}})
     if not result.success:
         kind, message = _failure(result)
         print_error(message, f"the published warehouse is unchanged; {DEBUG_HINT}")
-        raise typer.Exit(3 if kind == RefreshBusy.__name__ else 1)
+        raise typer.Exit(3 if kind == PublishConflict.__name__ else 1)
     _print_outcome(result, withdrawn=config.get("withdraw", False))
 
 
@@ -227,13 +233,13 @@ def _print_outcome(result, withdrawn: bool) -> None:
     elif withdrawn:
         _say(
             f"{key} withdrawn: {meta['results_withdrawn']} results no longer current; "
-            f"published generation {meta['generation']}"
+            f"published snapshot {meta['snapshot']}"
         )
     else:
         again = " (withdrawn before: current again)" if meta["reinstated"] else ""
         _say(
             f"{key}: {meta['records']} records, {meta['results_added']} new results, "
-            f"{meta['quarantined']} quarantined{again}; published generation {meta['generation']}"
+            f"{meta['quarantined']} quarantined{again}; published snapshot {meta['snapshot']}"
         )
         _print_reasons(meta["quarantined_lines"], meta["quarantined"])
 
@@ -245,14 +251,14 @@ def _print_reasons(reasons: list[str], total: int) -> None:
         _say(f"… and {total - 10} more quarantined lines", "yellow")
 
 
-def _dry_run(gens: GenerationStore, data: bytes, name: str) -> None:
+def _dry_run(root: str, data: bytes, name: str) -> None:
     """What the import would change, worked out like the import itself, writing nothing."""
-    from liger_warehouse.build.ingest import SchemaOutdated
     from liger_warehouse.imports.kernelindex import ImportRejected, preview_import
+    from liger_warehouse.store.raw import RawStore
 
     try:
-        outcome = preview_import(gens, data, name)
-    except (ValueError, ImportRejected, SchemaOutdated) as exc:  # FileRejected is a ValueError, as is a bad name
+        outcome = preview_import(lake_of(root), RawStore(Storage(root)), data, name)
+    except (ValueError, ImportRejected) as exc:  # FileRejected is a ValueError, as is a bad name
         print_error(str(exc), "dry run: the import would publish nothing; nothing was written")
         raise typer.Exit(1) from None
     if outcome.unchanged:

@@ -12,9 +12,9 @@ from typing import Annotated, NoReturn
 import duckdb
 import typer
 
-from liger_warehouse.cli.app import CliError, WarehouseOpt, app, console, open_database
+from liger_warehouse.cli.app import CatalogOpt, CliError, DataOpt, WarehouseOpt, app, console, lake_of, open_reader
 from liger_warehouse.cli.output import Format, write
-from liger_warehouse.serve.read_only_sql import NotAQuery, read_only_statements
+from liger_warehouse.lake.read_only_sql import NotAQuery, read_only_statements
 
 FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="table for people; csv or json for programs.")]
 
@@ -27,6 +27,14 @@ AllowReadOpt = Annotated[
         help="Also let the SQL read this file or directory (repeat for more); name it by its absolute path.",
     ),
 ]
+AsOfOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--as-of",
+        help="Read an earlier snapshot of the lake: its id, or a time such as '2026-12-01 02:00' "
+        "(the snapshot current then). `status` lists them. Default: the newest.",
+    ),
+]
 
 
 def _run(con: duckdb.DuckDBPyConnection, query: str) -> duckdb.DuckDBPyRelation | None:
@@ -36,8 +44,8 @@ def _run(con: duckdb.DuckDBPyConnection, query: str) -> duckdb.DuckDBPyRelation 
     return con.sql(query)
 
 
-READS_ONLY = "this session reads only the warehouse; --allow-read PATH opens more"
-QUERIES_ONLY = "only queries run here: the warehouse changes through `liger-warehouse refresh` and `import`"
+READS_ONLY = "this session reads only the lake; --allow-read PATH opens more"
+QUERIES_ONLY = "only queries run here: the lake changes through `liger-warehouse refresh` and `import`"
 
 
 def _one_line(exc: Exception) -> str:
@@ -52,12 +60,15 @@ def sql(
     warehouse: WarehouseOpt = None,
     fmt: FormatOpt = Format.table,
     allow_read: AllowReadOpt = None,
+    as_of: AsOfOpt = None,
+    catalog: CatalogOpt = None,
+    data: DataOpt = None,
 ) -> None:
-    """Run SQL against liger.duckdb: queries only; it reads the warehouse and nothing else, and
-    writes nothing. `set variable regression_threshold = 0.10` and `set memory_limit = '4GB'`
-    work too; COPY, ATTACH, INSTALL, CREATE, other settings and files outside the warehouse are
-    refused."""
-    con = open_database(warehouse, allow_read or ())
+    """Run SQL against the lake (every table, view and macro): queries only; it reads the lake
+    and nothing else, and writes nothing. `set variable regression_threshold = 0.10` and
+    `set memory_limit = '4GB'` work too; COPY, ATTACH, INSTALL, CREATE, other settings and files
+    outside the lake are refused."""
+    con = open_reader(lake_of(warehouse, catalog, data), as_of, allow_read or ())
     if query is not None:
         # Errors go to the app's handler: what failed in one line, what to do in another.
         try:
@@ -231,6 +242,8 @@ def regressions(
     verdict: Annotated[Verdict, typer.Option(help="Which verdicts to list.")] = Verdict.regression,
     fmt: FormatOpt = Format.table,
     warehouse: WarehouseOpt = None,
+    catalog: CatalogOpt = None,
+    data: DataOpt = None,
 ) -> None:
     """Compare two Liger versions (--base/--head) or two gh-pages runs (--base-run/--head-run)
     over every series in both, with the verdicts of docs/VERDICTS.md.
@@ -248,7 +261,7 @@ def regressions(
         or (base is None) == (base_run is None)
     ):
         _fail("give --base and --head (two versions) or --base-run and --head-run (two gh-pages runs)")
-    con = open_database(warehouse)
+    con = open_reader(lake_of(warehouse, catalog, data))
     if base_run is not None:
         macro, base_name, head_name = "compare_runs", _gh_pages_run(con, base_run), _gh_pages_run(con, head_run)
     else:
@@ -276,8 +289,10 @@ def regressions(
 
 
 @app.command()
-def versions(fmt: FormatOpt = Format.table, warehouse: WarehouseOpt = None) -> None:
+def versions(
+    fmt: FormatOpt = Format.table, warehouse: WarehouseOpt = None, catalog: CatalogOpt = None, data: DataOpt = None
+) -> None:
     """List the Liger versions in release order, with what the warehouse holds for each."""
-    con = open_database(warehouse)
+    con = open_reader(lake_of(warehouse, catalog, data))
     cursor = con.execute("select * from versions order by version_rank")
     write(fmt, [d[0] for d in cursor.description], cursor.fetchall(), "Liger versions, oldest first")

@@ -7,7 +7,17 @@ from typing import Annotated
 
 import typer
 
-from liger_warehouse.cli.app import CliError, WarehouseOpt, app, console, open_database, warehouse_root
+from liger_warehouse.cli.app import (
+    CatalogOpt,
+    CliError,
+    DataOpt,
+    WarehouseOpt,
+    app,
+    console,
+    lake_of,
+    open_reader,
+    warehouse_root,
+)
 from liger_warehouse.store.storage import Storage
 
 
@@ -16,17 +26,19 @@ def report(
     out: Annotated[Path, typer.Option(help="Directory to write index.html and the PNG renders into.")],
     warehouse: WarehouseOpt = None,
     png: Annotated[bool, typer.Option(help="Also render the overview charts as PNG files.")] = True,
+    catalog: CatalogOpt = None,
+    data: DataOpt = None,
 ) -> None:
     """Write the benchmark report: one self-contained HTML page (no network needed to view it)."""
     from liger_warehouse.report.build import build_report  # Altair and vl-convert load only for this command
 
-    con = open_database(warehouse)
+    con = open_reader(lake_of(warehouse, catalog, data))
     try:
         with console.status("building the report…"):
             built = build_report(con, out, png=png)
     finally:
         con.close()
-    console.print(f"{built.html} ({built.charts} charts, generation {built.generation})")
+    console.print(f"{built.html} ({built.charts} charts, snapshot {built.snapshot})")
     for path in built.pngs.values():
         console.print(str(path))
     if built.missing_views:

@@ -1,17 +1,17 @@
-"""Commands that change or describe the warehouse: ``refresh`` and ``status``."""
+"""``refresh``: it launches the refresh job, which publishes the lake's next snapshot."""
 
 from __future__ import annotations
 
 import gc
 import logging
 import re
-import tempfile
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
-from typing import TYPE_CHECKING, Annotated
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
+import duckdb
 import typer
 from rich.markup import escape
 from rich.table import Table
@@ -19,76 +19,78 @@ from rich.table import Table
 from liger_warehouse.cli.app import (
     DEBUG_HINT,
     OFFLINE_HINT,
+    CatalogOpt,
+    DataOpt,
     UpstreamOpt,
     WarehouseOpt,
     app,
     console,
     options,
     print_error,
+    print_one_line,
     warehouse_root,
 )
 from liger_warehouse.cli.instance import dagster_instance
-from liger_warehouse.cli.output import stdout_console
+from liger_warehouse.lake.location import ALIAS, Lake, configured
 from liger_warehouse.runtime import progress
 from liger_warehouse.store.storage import Storage
 
 if TYPE_CHECKING:
     import dagster as dg
 
-    from liger_warehouse.store.generations import GenerationStore
     from liger_warehouse.upstream.open import UpstreamSettings
-    from liger_warehouse.upstream.sources import Upstream
 
 # Seconds the listing before a refresh waits for upstream before leaving it to the job.
 PREFLIGHT_TIMEOUT = 5.0
-# Seconds `status --check-upstream` waits for each request: offline, status ends within 5 s.
-CHECK_TIMEOUT = 3.0
+# The asset whose materialization says which snapshot a run published (its "snapshot" metadata).
+PUBLISHED_ASSET = "fact_result"
+# Why a refresh committed nothing when another writer committed to the lake first.
+CONFLICT = "PublishConflict"
 
 
 @app.command()
-def refresh(warehouse: WarehouseOpt = None, upstream: UpstreamOpt = None) -> None:
-    """Pull every new upstream revision, publish the next generation and rebuild liger.duckdb.
+def refresh(
+    warehouse: WarehouseOpt = None,
+    upstream: UpstreamOpt = None,
+    catalog: CatalogOpt = None,
+    data: DataOpt = None,
+) -> None:
+    """Pull every new upstream revision and publish it as the lake's next snapshot.
 
-    Runs the same Dagster job as the nightly schedule, in this process, and records the run
+    Launches the same Dagster job as the nightly schedule, in this process, and records the run
     (tagged liger-warehouse/launched-by=cli) in the Dagster instance that `dg dev` and `dagster
     dev` show: $DAGSTER_HOME, else ./.dagster_home (see dagster.yaml). Shows progress bars for
     the stages, downloads and normalization, and every retry of an upstream request; then a
     summary: revisions ingested, results added, restated and removed, and the time taken, or
     one line when upstream had nothing new.
 
-    When upstream lists exactly what the published generation holds, and its views, schema and
-    derived tables are current, no run is launched: the listing (conditional requests, as the job makes them)
+    When upstream lists exactly what the lake holds, and its views, macros and derived tables
+    are current, no run is launched: the listing (conditional requests, as the job makes them)
     is recorded as a materialization of upstream_snapshots, so the asset's freshness still says
     when the warehouse last refreshed. The warehouse records the refresh too, for `status`.
 
-    Exit status: 0 on success; 1 when the run failed or upstream served a file that was
-    rejected; 3 when another refresh of the same warehouse is running.
+    Exit status: 0 on success; 1 when the run failed, upstream served a file that was rejected,
+    or another refresh committed to the lake first (nothing of this one is published then).
     """
     from liger_warehouse.store import last_refresh
-    from liger_warehouse.store.generations import GenerationStore, RefreshBusy
 
     root = warehouse_root(warehouse)
-    gens = GenerationStore(Storage(root))
-    try:
-        lock = gens.try_lock("refresh")
-    except RefreshBusy as exc:
-        console.print(f"[red]{exc}[/red]")
-        raise typer.Exit(3) from None
+    storage, lake = Storage(root), configured(root, catalog, data)
     started = time.monotonic()
-    with lock:
-        if (unchanged := _listing_as_published(gens, upstream)) is not None:
-            _record_listing(*unchanged, gens.storage)
-            last_refresh.record(gens.storage, "nothing new", launched_by="cli")
-            _say_nothing_new(gens, time.monotonic() - started)
-            return
-        result, warnings = _recorded_refresh(gens.storage, upstream)
-    _print_refresh(gens, result, warnings, time.monotonic() - started)
-    rejected = gens.current().summary.get("rejected", []) if result.success else []
-    if not result.success or rejected:
+    if (unchanged := _listing_as_published(lake, storage, upstream)) is not None:
+        _record_listing(*unchanged, storage)
+        last_refresh.record(storage, "nothing new", launched_by="cli")
+        _say_nothing_new(lake, time.monotonic() - started)
+        return
+    result, warnings = _recorded_refresh(storage, upstream, {"catalog": catalog, "data": data})
+    summary = _print_refresh(lake, result, warnings, time.monotonic() - started)
+    if not result.success or summary.get("rejected"):
         raise typer.Exit(1)
 
 
-def _recorded_refresh(storage: Storage, upstream: str | None) -> tuple[dg.ExecuteInProcessResult, list[str]]:
+def _recorded_refresh(
+    storage: Storage, upstream: str | None, moved: dict[str, str | None]
+) -> tuple[dg.ExecuteInProcessResult, list[str]]:
     """The refresh job, its start and outcome recorded in the warehouse for ``status``. A run that
     raises instead of failing (Ctrl-C, definitions that do not load) is recorded as canceled or
     failed before the error goes on."""
@@ -97,7 +99,7 @@ def _recorded_refresh(storage: Storage, upstream: str | None) -> tuple[dg.Execut
     run_id = str(uuid.uuid4())
     last_refresh.record(storage, "started", run_id=run_id, launched_by="cli")
     try:
-        result, warnings = run_job("refresh", storage, upstream=upstream, run_id=run_id)
+        result, warnings = run_job("refresh", storage, upstream=upstream, run_id=run_id, **moved)
     except BaseException as exc:
         outcome = "canceled" if isinstance(exc, KeyboardInterrupt) else "failure"
         last_refresh.record(storage, outcome, run_id=run_id, launched_by="cli")
@@ -106,39 +108,40 @@ def _recorded_refresh(storage: Storage, upstream: str | None) -> tuple[dg.Execut
     return result, warnings
 
 
-def _listing_as_published(gens: GenerationStore, upstream: str | None) -> tuple[str, int] | None:
+def _listing_as_published(lake: Lake, storage: Storage, upstream: str | None) -> tuple[str, int] | None:
     """Upstream (as described) and how many revisions it lists, when it lists exactly what the
-    published generation holds and its views, schema and derived tables (``sql/``) are current:
-    then the refresh job would skip every step after its listing. None otherwise.
+    lake holds and the lake's views, macros and derived tables were created from this code's
+    ``sql/``: then the refresh job would publish nothing. None otherwise.
 
     The listing is tried once, with a short timeout: on any doubt (nothing published, a listing
     that fails) the job runs, and it retries and reports as usual.
     """
-    from liger_warehouse.analysis.part_inputs import derived_current
-    from liger_warehouse.model.tables import SCHEMA_VERSION
-    from liger_warehouse.runtime.warehouse_status import upstream_as_published
-    from liger_warehouse.serve.database import database_path, views_current
+    from liger_warehouse.lake.connect import read_lake
+    from liger_warehouse.lake.objects import sql_current
+    from liger_warehouse.runtime.warehouse_status import held_golden, read_revisions, upstream_as_published
     from liger_warehouse.upstream.open import open_upstream
 
-    current = gens.current_id()
-    if current is None or not views_current(gens.storage, database_path(gens.storage), current):
+    if not lake.exists():
         return None
-    gen = gens.load(current)
-    if gen.schema_version != SCHEMA_VERSION or not derived_current(gen):
+    try:
+        with read_lake(lake) as con:
+            if not sql_current(con):
+                return None
+            revisions, golden = read_revisions(con), held_golden(con)
+    except duckdb.Error:
         return None
     try:
         with _said_once():
-            source = open_upstream(_tried_once(upstream, PREFLIGHT_TIMEOUT), gens.storage)
+            source = open_upstream(tried_once(upstream, PREFLIGHT_TIMEOUT), storage)
             listing = source.list()
     except Exception:
         return None
-    revisions = gens.read_table(gen, "dim_upstream_revision", ["revision_digest", "is_upstream"])
-    if not upstream_as_published(revisions, gens.read_table(gen, "golden_commit", ["content_digest"]), listing):
+    if not upstream_as_published(revisions, golden, listing):
         return None
     return source.describe(), len(listing.revisions)
 
 
-def _tried_once(upstream: str | None, timeout: float) -> UpstreamSettings:
+def tried_once(upstream: str | None, timeout: float) -> UpstreamSettings:
     """The upstream settings with one attempt per request, each waiting at most ``timeout``
     seconds: for a listing that only informs (the refresh's preflight, ``status``), where a
     retry would be a wait the user sees and the refresh's own listing retries anyway."""
@@ -167,12 +170,15 @@ def _record_listing(upstream: str, listed: int, storage: Storage) -> None:
         instance.report_runless_asset_event(event)
 
 
-def _run_config(storage: Storage, ops: dict | None, upstream: str | None = None) -> dict:
+def _run_config(
+    storage: Storage, ops: dict | None, upstream: str | None = None, catalog: str | None = None, data: str | None = None
+) -> dict:
     """The warehouse root travels with the run, so the outputs run that the sensor starts after
-    it writes to the same warehouse; so does ``--upstream``, when given. Dagster's console log
-    is left to --debug: the progress bars and the summary say what happened, once. ``ops``: the
-    ops' own config, if any."""
-    resources = {"warehouse": {"config": {"root": storage.url}}}
+    it writes to the same warehouse; so do ``--upstream``, ``--catalog`` and ``--data``, when
+    given. Dagster's console log is left to --debug: the progress bars and the summary say what
+    happened, once. ``ops``: the ops' own config, if any."""
+    moved = {key: value for key, value in (("catalog", catalog), ("data", data)) if value}
+    resources = {"warehouse": {"config": {"root": storage.url, **moved}}}
     if upstream:
         resources["upstream"] = {"config": {"upstream": upstream}}
     level = "DEBUG" if options.debug else "CRITICAL"
@@ -198,11 +204,17 @@ def _said_once() -> Iterator[None]:
 
 
 def run_job(
-    name: str, storage: Storage, ops: dict | None = None, upstream: str | None = None, run_id: str | None = None
+    name: str,
+    storage: Storage,
+    ops: dict | None = None,
+    upstream: str | None = None,
+    run_id: str | None = None,
+    catalog: str | None = None,
+    data: str | None = None,
 ) -> tuple[dg.ExecuteInProcessResult, list[str]]:
     """Execute job ``name`` (``refresh``, ``imports``) in-process as run ``run_id`` (default a new
-    one), with progress bars fed by its events; returns the result and the run's warnings, each
-    once."""
+    one), on the warehouse at ``storage`` (its lake moved by ``catalog`` and ``data``, if given),
+    with progress bars fed by its events; returns the result and the run's warnings, each once."""
     from liger_warehouse.cli.progress_view import RefreshProgress
     from pipelines.definitions import load
     from pipelines.defs.schedules import LAUNCHED_BY
@@ -220,7 +232,7 @@ def run_job(
                 result = job.execute_in_process(
                     instance=instance,
                     raise_on_error=False,
-                    run_config=_run_config(storage, ops, upstream),
+                    run_config=_run_config(storage, ops, upstream, catalog, data),
                     run_id=run_id,
                     tags={LAUNCHED_BY: "cli"},
                 )
@@ -237,33 +249,66 @@ def root_cause(error) -> tuple[str, str]:
     return error.cls_name, message.splitlines()[0] if message else error.cls_name
 
 
-def _print_refresh(gens: GenerationStore, result, warnings: list[str], seconds: float) -> None:
+def _print_refresh(lake: Lake, result, warnings: list[str], seconds: float) -> dict:
+    """What the run did, in a table, a line, or the error; returns the summary of the snapshot it
+    published (empty when it published none)."""
     if not result.success:
-        failures = [e for e in result.all_events if e.is_step_failure]
-        causes = [root_cause(e.event_specific_data.error) for e in failures]
-        what = "; ".join(f"step {e.step_key} failed: {why}" for e, (_, why) in zip(failures, causes, strict=True))
-        offline = any(cls == "UpstreamUnreachable" for cls, _ in causes)
-        unchanged = f"the published warehouse is unchanged ({seconds:.1f}s)"
-        print_error(what or "the refresh run failed", OFFLINE_HINT if offline else f"{unchanged}; {DEBUG_HINT}")
-        return
-    published = [e for e in result.get_asset_materialization_events() if e.asset_key.path == ["published_generation"]]
-    if published:
-        console.print(_summary_table(gens, seconds))
+        _print_failure(result, seconds)
+        return {}
+    snapshot = published_snapshot(result)
+    summary = {} if snapshot is None else snapshot_summary(lake, snapshot)
+    if snapshot is None:
+        _say_nothing_new(lake, seconds)
     else:
-        _say_nothing_new(gens, seconds)
+        console.print(_summary_table(snapshot, summary, seconds))
     for message in warnings:
         console.print(f"[yellow]{escape(message)}[/yellow]", soft_wrap=True)
+    return summary
 
 
-def _say_nothing_new(gens: GenerationStore, seconds: float) -> None:
-    current = gens.current_id()
-    stays = f"generation {current} stays current" if current else "nothing is published yet"
+def _print_failure(result, seconds: float) -> None:
+    failures = [e for e in result.all_events if e.is_step_failure]
+    causes = [root_cause(e.event_specific_data.error) for e in failures]
+    conflict = [why for cls, why in causes if cls == CONFLICT]
+    if conflict:  # one line: the other refresh's snapshot is the lake's now, and nothing is to be done
+        print_one_line(conflict[0])
+        return
+    what = "; ".join(f"step {e.step_key} failed: {why}" for e, (_, why) in zip(failures, causes, strict=True))
+    offline = any(cls == "UpstreamUnreachable" for cls, _ in causes)
+    unchanged = f"the published lake is unchanged ({seconds:.1f}s)"
+    print_error(what or "the refresh run failed", OFFLINE_HINT if offline else f"{unchanged}; {DEBUG_HINT}")
+
+
+def published_snapshot(result) -> int | None:
+    """The lake snapshot the run committed, from its materialization of ``PUBLISHED_ASSET``."""
+    for event in result.get_asset_materialization_events():
+        if event.asset_key.path == [PUBLISHED_ASSET] and "snapshot" in event.materialization.metadata:
+            return int(event.materialization.metadata["snapshot"].value)
+    return None
+
+
+def snapshot_summary(lake: Lake, snapshot: int) -> dict:
+    """The refresh summary ``snapshot`` was committed with (its commit's extra info)."""
+    import json
+
+    from liger_warehouse.lake.connect import read_lake
+
+    with read_lake(lake) as con:
+        row = con.execute(
+            f"select commit_extra_info from ducklake_snapshots('{ALIAS}') where snapshot_id = ?", [snapshot]
+        ).fetchone()
+    return json.loads(row[0]) if row and row[0] else {}
+
+
+def _say_nothing_new(lake: Lake, seconds: float) -> None:
+    from liger_warehouse.lake.connect import latest_snapshot
+
+    stays = f"snapshot {latest_snapshot(lake)} stays current" if lake.exists() else "nothing is published yet"
     console.print(f"nothing new upstream: {stays} ({seconds:.1f}s)", soft_wrap=True)
 
 
-def _summary_table(gens: GenerationStore, seconds: float) -> Table:
-    summary = gens.current().summary
-    table = Table(title=f"published generation {gens.current_id()}")
+def _summary_table(snapshot: int, summary: dict, seconds: float) -> Table:
+    table = Table(title=f"published snapshot {snapshot}")
     for column in ("revisions ingested", "results added", "restated", "removed", "time"):
         table.add_column(column, justify="right")
     table.add_row(
@@ -273,109 +318,4 @@ def _summary_table(gens: GenerationStore, seconds: float) -> Table:
         str(summary.get("results_removed", 0)),
         f"{seconds:.1f}s",
     )
-    if summary.get("rederived"):
-        table.caption = (
-            "the derived tables and views were derived again: how they are derived (sql/, or a fix) "
-            "changed since the last publish"
-        )
     return table
-
-
-@app.command()
-def status(
-    warehouse: WarehouseOpt = None,
-    check_upstream: Annotated[
-        bool,
-        typer.Option(
-            "--check-upstream",
-            help="Also list upstream now and count the revisions it has that the warehouse lacks "
-            "(reads --upstream or $LIGER_WAREHOUSE_UPSTREAM and friends; network access for github:).",
-        ),
-    ] = False,
-    upstream: UpstreamOpt = None,
-) -> None:
-    """Print the published generation, the last refresh, row counts and the upstream head.
-
-    The last refresh is the one the warehouse recorded (state/last-refresh.json): the CLI records
-    the refreshes it runs, the daemon's sensors those launched by the schedule or the UI. The
-    upstream head is the newest revision per source that the published generation holds.
-    --check-upstream tries each upstream request once, for at most a few seconds: an upstream
-    that does not answer gets the warehouse's own state and then one line saying what was tried.
-    Exit status 1 when nothing has been published yet, or when --check-upstream cannot list
-    upstream. Reads the warehouse only: no Dagster.
-    """
-    from liger_warehouse.store.generations import GenerationStore
-    from liger_warehouse.upstream.open import open_upstream
-
-    storage = Storage(warehouse_root(warehouse))
-    gens = GenerationStore(storage)
-    gen_id = gens.current_id()
-    if gen_id is None:
-        console.print("no generation published yet: run `liger-warehouse refresh`")
-        raise typer.Exit(1)
-    gen = gens.load(gen_id)
-    revisions = gens.read_table(gen, "dim_upstream_revision")
-    out = stdout_console()  # a pipe gets whole lines too
-    with ExitStack() as scratch:
-        source = None
-        if check_upstream:  # a bad --upstream is said before anything else; a silent upstream, after the state
-            etags = scratch.enter_context(tempfile.TemporaryDirectory())  # status never writes to the warehouse
-            source = open_upstream(_tried_once(upstream, CHECK_TIMEOUT), Storage(etags))
-        out.print(f"published generation [bold]{gen.id}[/bold] (created {gen.created_at})")
-        out.print(f"last refresh: {_last_refresh(storage)}")
-        out.print(_row_counts(gen))
-        ahead, failure = (None, None) if source is None else _upstream_ahead(revisions, source)
-    out.print(_heads_table(revisions, ahead))
-    if failure is not None:
-        console.print(f"[red]error:[/red] {escape(failure)}", soft_wrap=True)
-        raise typer.Exit(1)
-
-
-def _row_counts(gen) -> Table:
-    table = Table(title="row counts")
-    table.add_column("table")
-    table.add_column("rows", justify="right")
-    table.add_column("parts", justify="right")
-    for name, parts in gen.tables.items():
-        table.add_row(name, f"{sum(p.rows for p in parts):,}", str(len(parts)))
-    return table
-
-
-def _heads_table(revisions, behind: dict | None) -> Table:
-    from liger_warehouse.runtime.warehouse_status import upstream_heads
-
-    table = Table(title="upstream head (newest revision held per source)")
-    for column in ("source", "file", "revision", "committed at", "held"):
-        table.add_column(column, justify="right" if column == "held" else "left")
-    if behind is not None:
-        table.add_column("new upstream", justify="right")
-    for head in upstream_heads(revisions):
-        cells = [head.source, head.name, head.revision, head.committed_at, str(head.revisions)]
-        if behind is not None:
-            cells.append(str(behind.get((head.source, head.name), 0)))
-        table.add_row(*cells)
-    return table
-
-
-def _last_refresh(storage: Storage) -> str:
-    from liger_warehouse.store import last_refresh
-
-    try:
-        entry = last_refresh.last(storage)
-    except ValueError as exc:
-        return f"unknown: {exc}"
-    return entry.describe() if entry else "none recorded in this warehouse"
-
-
-def _upstream_ahead(revisions, source: Upstream) -> tuple[dict | None, str | None]:
-    """How many revisions ``source`` lists now that the warehouse lacks, per source; or, when it
-    cannot be listed, None and one line saying what was tried, instead of counting nothing."""
-    from liger_warehouse.runtime.warehouse_status import behind
-    from liger_warehouse.upstream.http import UpstreamError, UpstreamUnreachable
-
-    try:
-        listing = source.list()
-    except UpstreamError as exc:
-        why = "upstream unreachable" if isinstance(exc, UpstreamUnreachable) else "upstream could not be listed"
-        return None, f"{why}, so nothing new is counted: {exc}"
-    return behind(revisions, listing), None

@@ -106,7 +106,11 @@ def connect(lake: Lake, as_of: str | None = None) -> duckdb.DuckDBPyConnection:
     """A reader of ``lake`` (at snapshot ``as_of``, a snapshot id or a timestamp, when given)
     with the ``kernelindex_results`` view, locked down: it reads the lake's own files and
     nothing else, for good."""
-    con = read_lake(lake, as_of)
+    return with_results_view(read_lake(lake, as_of))
+
+
+def with_results_view(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+    """``con``, a lake reader, with the ``kernelindex_results`` view (closed if that fails)."""
     try:
         con.execute(RESULTS_VIEW)
     except BaseException:

@@ -8,9 +8,11 @@ byte), every valid record becomes a ``fact_result`` row and every invalid one a
 source, importing the same bytes again changes nothing. A source can be withdrawn: none of its
 revisions is head any more, so none of its results is current, and nothing is deleted.
 
-This module stages (``stage_import``, ``stage_withdrawal``); the ``imports`` job audits and
-publishes (pipelines/defs/imports). A change is worked out against pending writes and written
-only when it is valid, so a refused import and a dry run (``preview_import``) write nothing.
+``import_file`` and ``withdraw_import`` publish through the refresh's own transaction (ingest,
+change points, derived tables, blocking checks: build/publish.py) as the lake's next snapshot;
+nothing upstream changes. An import is first worked out in a transaction that is rolled back,
+its raw snapshot held in memory (``preview_import``, the dry run), so a refused file writes
+nothing at all.
 
 Digests (the rule, also in docs/EXPORTS.md): a record carries four dimension digests, but not
 every identity field behind them (not which parameter was the x axis, the x label, the original
@@ -29,23 +31,26 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import UTC, datetime
 from types import SimpleNamespace
 from typing import Any, ClassVar
 
-from liger_warehouse.build.ingest import GenerationBuilder
+import duckdb
+
+from liger_warehouse.build.ingest import Ingest
+from liger_warehouse.build.publish import Published, publish
 from liger_warehouse.imports.ndjson import read_record, split_ndjson
+from liger_warehouse.lake.connect import open_lake
+from liger_warehouse.lake.location import Lake, NoWarehouse
 from liger_warehouse.model.catalog.gpus import gpu_slug
 from liger_warehouse.model.digests import canonical_json, content_digest, digest, hex_part
 from liger_warehouse.model.revisions import IMPORT, RevisionRef, UpstreamListing, revision_digest
-from liger_warehouse.model.tables import SCHEMAS
 from liger_warehouse.normalize.csvfile import CsvFile, FileRejected, Record
 from liger_warehouse.normalize.rows import (
     Row,
     stem_of_harness,
     workload_identity,
 )
-from liger_warehouse.store.generations import Generation, GenerationStore
 from liger_warehouse.store.raw import RawStore
 from liger_warehouse.store.storage import PendingWrites
 
@@ -53,7 +58,7 @@ NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 
 
 class ImportRejected(RuntimeError):
-    """The import cannot be staged (not one valid record); nothing of it was written."""
+    """The import cannot be published (not one valid record); nothing of it was written."""
 
 
 class UnknownImport(ValueError):
@@ -71,13 +76,19 @@ def import_ref(name: str, data: bytes) -> RevisionRef:
     return RevisionRef(source=IMPORT, path=source_key(name), commit=hex_part(content_digest(data)))
 
 
-def unchanged_by(gens: GenerationStore, name: str, data: bytes | None) -> str:
+def unchanged_by(lake: Lake, name: str, data: bytes | None) -> str:
     """Why importing ``data`` as ``import:<name>`` (or, ``data`` None, withdrawing that source)
     would change nothing; "" when it would change something. Reads one small table."""
     key = source_key(name)
-    rows = gens.read_table(gens.current(), "dim_upstream_revision").to_pylist()
     digest_ = None if data is None else revision_digest(import_ref(name, data))
-    return _unchanged({r["revision_digest"]: r for r in rows}, key, digest_)
+    with open_lake(lake, read_only=True) as con:
+        return _unchanged(held_revisions(con), key, digest_)
+
+
+def held_revisions(con: duckdb.DuckDBPyConnection) -> dict[str, dict]:
+    """The ``dim_upstream_revision`` rows ``con`` reads, by revision digest."""
+    rows = con.execute("select * from dim_upstream_revision").to_arrow_table().to_pylist()
+    return {r["revision_digest"]: r for r in rows}
 
 
 def _unchanged(revisions: dict[str, dict], key: str, revision: str | None) -> str:
@@ -104,7 +115,7 @@ def _unchanged(revisions: dict[str, dict], key: str, revision: str | None) -> st
 
 @dataclass
 class Claims:
-    """The prior generation's dimension rows, by digest, to check a record's claimed digests."""
+    """The lake's dimension rows, by digest, to check a record's claimed digests."""
 
     workloads: dict[str, dict] = field(default_factory=dict)
     environments: dict[str, str] = field(default_factory=dict)
@@ -113,9 +124,11 @@ class Claims:
     _workloads: dict[tuple, tuple] = field(default_factory=dict)
 
     @classmethod
-    def load(cls, gens: GenerationStore, gen: Generation) -> Claims:
+    def load(cls, con: duckdb.DuckDBPyConnection) -> Claims:
+        """The dimension rows the transaction of ``con`` reads."""
+
         def rows(table: str, key: str) -> dict[str, dict]:
-            return {r[key]: r for r in gens.read_table(gen, table).to_pylist()}
+            return {r[key]: r for r in con.execute(f"select * from {table}").to_arrow_table().to_pylist()}
 
         environments = rows("dim_environment", "environment_digest")
         return cls(
@@ -170,16 +183,21 @@ def _workload_holds(claimed: dict, fields: dict[str, Any]) -> bool:
     return digest(identity) == claimed["workload_digest"]
 
 
-# -- the rows of an import, and the builder that reads them ------------------------------------
+# -- the rows of an import -----------------------------------------------------------------------
 
 
 @dataclass
 class KernelindexRows:
-    """The records of a kernelindex NDJSON file, as the builder's ``RowSource``: one record a
-    line, its digests kept when ``claims`` verify them."""
+    """The records of a kernelindex NDJSON file, as ingest's ``RowSource``: one record a line,
+    its digests kept when ``claims`` verify them."""
 
     claims: Claims
     reads_columns: ClassVar[bool] = False  # records are JSON, not upstream CSV rows
+
+    @classmethod
+    def of(cls, con: duckdb.DuckDBPyConnection) -> KernelindexRows:
+        """Records checked against the dimension rows of the transaction of ``con``."""
+        return cls(Claims.load(con))
 
     def split(self, data: bytes, where: str) -> CsvFile:
         return split_ndjson(data, where)
@@ -210,29 +228,21 @@ class KernelindexRows:
         )
 
 
-def _import_builder(gens: GenerationStore, raw: RawStore, now: datetime | None = None) -> GenerationBuilder:
-    """A builder that reads new revisions as kernelindex records, their claims checked against
-    the generation it builds on."""
-    builder = GenerationBuilder(gens, raw, now)
-    builder.rows = KernelindexRows(Claims.load(gens, builder.prior))
-    return builder
-
-
-def _revision_ref(builder: GenerationBuilder, name: str, data: bytes) -> RevisionRef:
+def _revision_ref(held: dict[str, dict], name: str, data: bytes, now: datetime) -> RevisionRef:
     """The revision importing ``data`` as ``import:<name>`` is, next in its source."""
     ref = import_ref(name, data)
-    seq = max((r["seq"] for r in builder.revisions.values() if r["source_key"] == ref.source_key), default=0)
+    seq = max((r["seq"] for r in held.values() if r["source_key"] == ref.source_key), default=0)
     return replace(
         ref,
         seq=seq + 1,
-        committed_at=builder.now.isoformat() + "Z",
+        committed_at=now.isoformat() + "Z",
         message=f"liger-warehouse import kernelindex ({name})",
     )
 
 
-def _listing_with(builder: GenerationBuilder, ref: RevisionRef | None = None) -> UpstreamListing:
+def _listing_with(held: dict[str, dict], ref: RevisionRef | None = None) -> UpstreamListing:
     """What upstream listed at the last refresh, plus the import: nothing upstream changes."""
-    listed = [_ref(row) for row in builder.revisions.values() if row["is_upstream"]]
+    listed = [_ref(row) for row in held.values() if row["is_upstream"]]
     return UpstreamListing(revisions=[*listed, *([ref] if ref else [])])
 
 
@@ -240,15 +250,15 @@ def _ref(row: dict) -> RevisionRef:
     return RevisionRef(source=row["source"], path=row["path"], commit=row["commit"], run=row["run"], seq=row["seq"])
 
 
-# -- one import or withdrawal, staged ------------------------------------------------------------
+# -- one import or withdrawal ----------------------------------------------------------------------
 
 
 @dataclass
 class ImportOutcome:
-    """What an import or a withdrawal stages, or would stage (a dry run)."""
+    """What an import or a withdrawal published, or would publish (a dry run)."""
 
     source_key: str
-    generation: str | None = None  # the staged generation; None when nothing changes
+    published: Published | None = None  # None when nothing was published (unchanged, or a dry run)
     unchanged: str = ""  # why nothing changes
     revision_digest: str | None = None
     records: int = 0
@@ -259,109 +269,128 @@ class ImportOutcome:
     results_withdrawn: int = 0
     new_digests: dict[str, list[str]] = field(default_factory=dict)  # table: digests first held
 
-
-def stage_import(gens: GenerationStore, data: bytes, name: str, now: datetime | None = None) -> ImportOutcome:
-    """Ingest one NDJSON file as source ``import:<name>`` and stage the next generation; the
-    import job audits and publishes it.
-
-    Holds the warehouse's build lock (``RefreshBusy`` if a refresh is building). Writes nothing
-    when it raises: ``FileRejected`` for a file that is not NDJSON text, ``ImportRejected``
-    when not one record is valid. The same bytes again change nothing, unless the source was
-    withdrawn: then they make it current again."""
-    with gens.try_lock("build"):
-        return _import(gens, data, name, now, commit=True)
+    @property
+    def snapshot(self) -> int | None:
+        """The lake snapshot it published, or None."""
+        return self.published.snapshot if self.published else None
 
 
-def preview_import(gens: GenerationStore, data: bytes, name: str, now: datetime | None = None) -> ImportOutcome:
-    """What ``stage_import`` would stage, raising what it would raise, writing nothing at all."""
-    return _import(gens, data, name, now, commit=False)
+def import_file(lake: Lake, raw: RawStore, data: bytes, name: str, now: datetime | None = None) -> ImportOutcome:
+    """Publish the records of one NDJSON file as source ``import:<name>``: the lake's next snapshot.
 
-
-def stage_withdrawal(gens: GenerationStore, name: str, now: datetime | None = None) -> ImportOutcome:
-    """Stage the generation in which source ``import:<name>`` is withdrawn: none of its
-    revisions is head, so none of its results is current. Its results, revisions and raw
-    snapshots stay; ``restatements`` shows the results as 'withdrawn'. Holds the build lock."""
-    key = source_key(name)
-    with gens.try_lock("build"):
-        pending, builder = _pending_builder(gens, now)
-        outcome = ImportOutcome(key, unchanged=_unchanged(builder.revisions, key, None))
-        if outcome.unchanged:
-            return outcome
-        gen = builder.build(_listing_with(builder), {}, withdraw=key)
-        assert gen is not None, "a withdrawal always changes the head of its source"
-        _carry_over(builder.gens, builder.prior, gen)
-        outcome.generation = gen.id
-        outcome.results_withdrawn = builder.summary.removed + builder.summary.restated
-        pending.commit()
+    Writes nothing when it raises: ``FileRejected`` for a file that is not NDJSON text,
+    ``ImportRejected`` when not one record is valid, ``ChecksFailed``/``PublishConflict`` from
+    the publish. The same bytes again change nothing, unless the source was withdrawn: then
+    they make it current again."""
+    now = _now(now)
+    outcome, ref, held = _work_out(lake, raw, data, name, now)
+    if outcome.unchanged:
+        return outcome
+    contents = {} if outcome.reinstated else {outcome.revision_digest: raw.put(ref, data)}
+    outcome.published = publish(
+        lake,
+        raw,
+        _listing_with(held, ref),
+        contents,
+        rows=KernelindexRows.of,
+        message=f"import {outcome.source_key}",
+        now=now,
+    )
     return outcome
 
 
-def _pending_builder(gens: GenerationStore, now: datetime | None) -> tuple[PendingWrites, GenerationBuilder]:
-    # Built against pending writes: a refused import or a dry run leaves no byte behind.
-    pending = PendingWrites(gens.storage)
-    return pending, _import_builder(GenerationStore(pending), RawStore(pending), now)
+def preview_import(lake: Lake, raw: RawStore, data: bytes, name: str, now: datetime | None = None) -> ImportOutcome:
+    """What ``import_file`` would publish, raising what it would raise before publishing,
+    writing nothing at all (the dry run)."""
+    outcome, _, _ = _work_out(lake, raw, data, name, _now(now))
+    return outcome
 
 
-def _import(gens: GenerationStore, data: bytes, name: str, now: datetime | None, commit: bool) -> ImportOutcome:
-    pending, builder = _pending_builder(gens, now)
-    ref = _revision_ref(builder, name, data)
-    outcome = ImportOutcome(ref.source_key, revision_digest=revision_digest(ref))
-    outcome.unchanged = _unchanged(builder.revisions, ref.source_key, outcome.revision_digest)
+def withdraw_import(lake: Lake, raw: RawStore, name: str, now: datetime | None = None) -> ImportOutcome:
+    """Publish the snapshot in which source ``import:<name>`` is withdrawn: none of its
+    revisions is head, so none of its results is current. Its results, revisions and raw
+    snapshots stay; ``restatements`` shows the results as 'withdrawn'. ``UnknownImport`` when
+    there is no such source."""
+    key = source_key(name)
+    with open_lake(lake, read_only=True) as con:
+        held = held_revisions(con)
+    outcome = ImportOutcome(key, unchanged=_unchanged(held, key, None))
     if outcome.unchanged:
         return outcome
-    held = builder.revisions.get(outcome.revision_digest)
-    contents = {} if held else {outcome.revision_digest: builder.raw.put(ref, data)}
-    gen = builder.build(_listing_with(builder, ref), contents)
-    if builder.summary.rejected:
-        raise FileRejected(builder.summary.rejected[0])
-    _carry_over(builder.gens, builder.prior, gen)
-    _describe(outcome, builder, gen, held)
+    published = publish(lake, raw, _listing_with(held), {}, withdraw=key, message=f"withdraw {key}", now=now)
+    assert published.snapshot is not None, "a withdrawal always changes the head of its source"
+    outcome.published = published
+    outcome.results_withdrawn = published.summary["results_removed"] + published.summary["results_restated"]
+    return outcome
+
+
+def _now(now: datetime | None) -> datetime:
+    # One clock for the dry run and the publish: both date the revision alike.
+    return (now or datetime.now(UTC)).replace(tzinfo=None)
+
+
+def _work_out(
+    lake: Lake, raw: RawStore, data: bytes, name: str, now: datetime
+) -> tuple[ImportOutcome, RevisionRef, dict[str, dict]]:
+    """The import ingested in a transaction that is never committed, its raw snapshot held in
+    memory: what it would change, the revision it is, and the revisions the lake holds."""
+    key = source_key(name)
+    if not lake.exists():
+        raise NoWarehouse(f"no warehouse at {lake.catalog}: run `liger-warehouse refresh` before importing into it")
+    con = open_lake(lake)
+    try:
+        con.execute("begin")
+        held = held_revisions(con)
+        ref = _revision_ref(held, name, data, now)
+        outcome = ImportOutcome(key, revision_digest=revision_digest(ref))
+        outcome.unchanged = _unchanged(held, key, outcome.revision_digest)
+        if not outcome.unchanged:
+            _ingest(con, RawStore(PendingWrites(raw.storage), raw.max_bytes), data, ref, held, now, outcome)
+        return outcome, ref, held
+    finally:
+        con.close()  # uncommitted: DuckLake rolls the transaction back and removes the files it wrote
+
+
+def _ingest(
+    con: duckdb.DuckDBPyConnection,
+    raw: RawStore,
+    data: bytes,
+    ref: RevisionRef,
+    held: dict[str, dict],
+    now: datetime,
+    outcome: ImportOutcome,
+) -> None:
+    """Ingest the import into the transaction of ``con`` and describe it in ``outcome``;
+    ``FileRejected`` or ``ImportRejected`` when it is refused."""
+    digest_ = outcome.revision_digest
+    outcome.reinstated = digest_ in held
+    contents = {} if outcome.reinstated else {digest_: raw.put(ref, data)}
+    before = _results(con, ref.source_key)
+    ingest = Ingest(con, raw, now, KernelindexRows.of(con))
+    ingest.run(_listing_with(held, ref), contents)
+    if ingest.summary.rejected:
+        raise FileRejected(ingest.summary.rejected[0])
+    if outcome.reinstated:
+        outcome.records, outcome.quarantined = held[digest_]["row_count"], held[digest_]["quarantined_count"]
+    else:
+        (revision,) = ingest.summary.revisions  # the import is the only revision ingested
+        outcome.records, outcome.quarantined = revision["rows"], revision["quarantined"]
+        outcome.results_added = revision["new_results"]
+    sql = "select line_number, reason from quarantined_row where revision_digest = ? order by ordinal"
+    outcome.reasons = [f"line {line}: {reason}" for line, reason in con.execute(sql, [digest_]).fetchall()]
+    outcome.new_digests = {table: sorted(rows) for table, rows in ingest.dims.new.items() if rows}
+    if added := _results(con, ref.source_key) - before:
+        outcome.new_digests["fact_result"] = sorted(added)
     if outcome.records == outcome.quarantined:
         first = outcome.reasons[0] if outcome.reasons else "no record"
         raise ImportRejected(
             f"{ref.source_key}: no valid record among {outcome.records} ({_shorten(first)}); nothing was imported"
         )
-    if commit:
-        pending.commit()
-    return outcome
 
 
-def _carry_over(gens: GenerationStore, prior: Generation, gen: Generation) -> None:
-    # Tables the builder does not write (derived later from upstream history, which an import
-    # does not touch) keep the prior generation's parts.
-    missing = [t for t in SCHEMAS if t not in gen.tables]
-    for table in missing:
-        gen.tables[table] = list(prior.parts(table))
-    if missing:
-        gens.stage(gen)
-
-
-def _describe(outcome: ImportOutcome, builder: GenerationBuilder, gen: Generation, held: dict | None) -> None:
-    gens, digest_ = builder.gens, outcome.revision_digest
-    if held is None:
-        revision = gen.summary["revisions"][0]  # the import is the only revision this build ingested
-        outcome.records, outcome.quarantined = revision["rows"], revision["quarantined"]
-        outcome.results_added = revision["new_results"]
-    else:
-        outcome.records, outcome.quarantined = held["row_count"], held["quarantined_count"]
-        outcome.reinstated = True
-    bad = gens.read_parts("quarantined_row", [p for p in gen.parts("quarantined_row") if p.key == digest_])
-    outcome.reasons = [f"line {r['line_number']}: {r['reason']}" for r in bad.to_pylist()]
-    outcome.generation = gen.id
-    outcome.new_digests = _new_digests(builder, gen, outcome.source_key)
-
-
-def _new_digests(builder: GenerationBuilder, gen: Generation, key: str) -> dict[str, list[str]]:
-    """Per table, the digests ``gen`` holds that the prior generation did not."""
-    new = {table: sorted(rows) for table, rows in builder.dims.new.items() if rows}
-
-    def results(g: Generation) -> set[str]:
-        parts = [p for p in g.parts("fact_result") if p.key == key]
-        return set(builder.gens.read_parts("fact_result", parts, ["result_digest"]).column(0).to_pylist())
-
-    if added := results(gen) - results(builder.prior):
-        new["fact_result"] = sorted(added)
-    return new
+def _results(con: duckdb.DuckDBPyConnection, key: str) -> set[str]:
+    sql = "select result_digest from fact_result where source_key = ?"
+    return {d for (d,) in con.execute(sql, [key]).fetchall()}
 
 
 def _shorten(text: str, limit: int = 160) -> str:

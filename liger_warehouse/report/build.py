@@ -21,7 +21,7 @@ PNG_SCALE = 1.5
 @dataclass
 class Report:
     html: Path
-    generation: str
+    snapshot: int  # the lake snapshot it was drawn from
     charts: int
     pngs: dict[str, Path] = field(default_factory=dict)
     missing_views: list[str] = field(default_factory=list)
@@ -33,14 +33,14 @@ def vl_version() -> str:
 
 
 def build_report(con: duckdb.DuckDBPyConnection, out: Path, png: bool = True) -> Report:
-    """Write ``out/index.html`` (and, with ``png``, one PNG per overview chart) from liger.duckdb."""
+    """Write ``out/index.html`` (and, with ``png``, one PNG per overview chart) from a reader of the lake."""
     out.mkdir(parents=True, exist_ok=True)
     rows = data.load(con)
     specs, body, overview = _content(rows)
-    title = f"Liger-Kernel benchmark report, generation {rows.generation}"
+    title = f"Liger-Kernel benchmark report, snapshot {rows.snapshot}"
     target = out / INDEX
     target.write_text(page.page(title, body, specs, vl_version()), encoding="utf-8")
-    report = Report(target, rows.generation, len(specs), missing_views=rows.missing)
+    report = Report(target, rows.snapshot, len(specs), missing_views=rows.missing)
     if png:
         for chart_id in overview:
             path = out / f"{chart_id}.png"
@@ -152,7 +152,7 @@ def _header(rows: ReportData) -> str:
     )
     return (
         "<h1>Liger-Kernel benchmark report</h1>"
-        f'<p class="meta">Warehouse generation <code>{html.escape(rows.generation)}</code>, published '
+        f'<p class="meta">Lake snapshot <code>{rows.snapshot}</code>, published '
         f"{html.escape(rows.created_at)}: {c['results']:,} results in {c['series']:,} series, "
         f"{c['versions']} Liger versions, {c['gpus']} GPUs.</p><nav>{links}</nav>"
     )
@@ -185,7 +185,7 @@ def _footer(rows: ReportData) -> str:
         else ""
     )
     return (
-        f'<footer>{missing}<p class="note">Made by <code>liger-warehouse report</code> from liger.duckdb. '
+        f'<footer>{missing}<p class="note">Made by <code>liger-warehouse report</code> from the lake. '
         f"Charts: Vega-Lite {html.escape(vl_version())} through Altair; Vega "
         f"{html.escape(vl_convert.get_vega_version())} and vega-embed "
         f"{html.escape(vl_convert.get_vega_embed_version())} are inlined, so the page needs no network."

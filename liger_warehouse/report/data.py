@@ -1,4 +1,4 @@
-"""What the report shows, read from the public views of liger.duckdb (read-only).
+"""What the report shows, read from the public views of the lake (read-only).
 
 Every number comes from a view in ``sql/``: ``version_history`` (one point per series and
 build; the report draws the release builds), ``speedup_history`` (Liger against each baseline in
@@ -21,6 +21,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import duckdb
+
+from liger_warehouse.lake.connect import snapshot_of
+from liger_warehouse.lake.location import ALIAS
 
 PUBLIC_VIEWS = ("version_history", "speedup_history", "regressions", "change_points", "series_noise")
 TABLE_ROWS = 100
@@ -123,7 +126,7 @@ class Table:
 
 @dataclass
 class ReportData:
-    generation: str
+    snapshot: int
     created_at: str
     counts: dict[str, int]
     missing: list[str]
@@ -169,10 +172,10 @@ def _counts(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
 
 
 def load(con: duckdb.DuckDBPyConnection) -> ReportData:
-    """Everything the report draws, from a connection to liger.duckdb."""
-    generation, created_at = con.execute("select generation_id, created_at from warehouse_generation").fetchone()
+    """Everything the report draws, from a reader of the lake."""
+    snapshot, created_at = _snapshot(con)
     views = _views(con)
-    data = ReportData(generation, created_at, _counts(con), [v for v in PUBLIC_VIEWS if v not in views])
+    data = ReportData(snapshot, created_at, _counts(con), [v for v in PUBLIC_VIEWS if v not in views])
     if "version_history" in views:
         # Read the view once: the representative workloads and their points both come from it.
         con.execute(
@@ -208,6 +211,17 @@ def load(con: duckdb.DuckDBPyConnection) -> ReportData:
             "detectable_change desc, kernel, mode, workload",
         )
     return data
+
+
+def _snapshot(con: duckdb.DuckDBPyConnection) -> tuple[int, str]:
+    """The snapshot ``con`` reads and when it was committed (UTC, to the second)."""
+    snapshot = snapshot_of(con)
+    (at,) = con.execute(
+        f"select strftime(snapshot_time at time zone 'UTC', '%Y-%m-%d %H:%M:%S UTC') "
+        f"from ducklake_snapshots('{ALIAS}') where snapshot_id = ?",
+        [snapshot],
+    ).fetchone()
+    return snapshot, at
 
 
 def _ranked_regressions() -> str:

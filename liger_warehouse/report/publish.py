@@ -1,4 +1,4 @@
-"""Put a built report into the warehouse, under ``reports/<generation>/``."""
+"""Put a built report into the warehouse, under ``reports/<snapshot>/``."""
 
 from __future__ import annotations
 
@@ -12,8 +12,9 @@ if TYPE_CHECKING:  # the Altair stack is for drawing; publishing only copies fil
 PREFIX = "reports"
 
 
-def report_key(generation: str, name: str) -> str:
-    return f"{PREFIX}/{generation}/{name}"
+def report_key(snapshot: int, name: str) -> str:
+    """Where the report of lake snapshot ``snapshot`` keeps file ``name``."""
+    return f"{PREFIX}/{snapshot}/{name}"
 
 
 def publish_report(storage: Storage, report: Report) -> dict[str, str]:
@@ -21,8 +22,8 @@ def publish_report(storage: Storage, report: Report) -> dict[str, str]:
     its images. Returns the key of each file by name (``index``, then the chart ids)."""
     keys = {}
     for chart_id, path in report.pngs.items():
-        keys[chart_id] = report_key(report.generation, path.name)
+        keys[chart_id] = report_key(report.snapshot, path.name)
         storage.write_bytes(keys[chart_id], path.read_bytes())
-    keys = {"index": report_key(report.generation, report.html.name), **keys}
+    keys = {"index": report_key(report.snapshot, report.html.name), **keys}
     storage.write_bytes(keys["index"], report.html.read_bytes())
     return keys

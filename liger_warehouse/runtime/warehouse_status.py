@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import pyarrow as pa
+import duckdb
 
 from liger_warehouse.model.digests import content_digest
 from liger_warehouse.model.revisions import GH_PAGES, UpstreamListing, revision_digest
@@ -24,6 +24,18 @@ class Head:
     revisions: int  # how many revisions of this source the warehouse holds
 
 
+def read_revisions(con: duckdb.DuckDBPyConnection) -> list[dict]:
+    """Every row of ``dim_upstream_revision`` that ``con`` (a reader of the lake) sees, in
+    ``REVISION_COLUMNS``."""
+    cursor = con.execute(f"select {', '.join(REVISION_COLUMNS)} from dim_upstream_revision")
+    return [dict(zip(REVISION_COLUMNS, row, strict=True)) for row in cursor.fetchall()]
+
+
+def held_golden(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """The content digest of the golden runs file the lake holds (none or one)."""
+    return [digest for (digest,) in con.execute("select content_digest from golden_commit limit 1").fetchall()]
+
+
 def _group(row: dict) -> tuple[str, str]:
     # Every gh-pages run is its own source_key; as a head they count as one source.
     if row["source"] == GH_PAGES:
@@ -31,12 +43,12 @@ def _group(row: dict) -> tuple[str, str]:
     return row["source"], row["path"].rsplit("/", 1)[-1]
 
 
-def upstream_heads(revisions: pa.Table) -> list[Head]:
+def upstream_heads(revisions: list[dict]) -> list[Head]:
     """The newest revision per source in ``dim_upstream_revision`` that upstream still lists,
     by upstream order (``seq``)."""
     newest: dict[tuple[str, str], dict] = {}
     counts: dict[tuple[str, str], int] = {}
-    for row in revisions.select(REVISION_COLUMNS).to_pylist():
+    for row in revisions:
         key = _group(row)
         counts[key] = counts.get(key, 0) + 1
         if not row["is_upstream"]:
@@ -55,9 +67,9 @@ def upstream_heads(revisions: pa.Table) -> list[Head]:
     ]
 
 
-def behind(revisions: pa.Table, listing: UpstreamListing) -> dict[tuple[str, str], int]:
+def behind(revisions: list[dict], listing: UpstreamListing) -> dict[tuple[str, str], int]:
     """Per source, how many revisions upstream lists that the warehouse does not hold yet."""
-    held = set(revisions.column("revision_digest").to_pylist())
+    held = {row["revision_digest"] for row in revisions}
     out: dict[tuple[str, str], int] = {}
     for ref in listing.revisions:
         key = _group({"source": ref.source, "path": ref.path})
@@ -65,15 +77,14 @@ def behind(revisions: pa.Table, listing: UpstreamListing) -> dict[tuple[str, str
     return out
 
 
-def upstream_as_published(revisions: pa.Table, golden: pa.Table, listing: UpstreamListing) -> bool:
-    """Whether ``listing`` shows upstream exactly as the published generation holds it, so that a
+def upstream_as_published(revisions: list[dict], golden: list[str], listing: UpstreamListing) -> bool:
+    """Whether ``listing`` shows upstream exactly as the lake holds it (``revisions`` and the
+    ``golden`` runs file's digest, from ``read_revisions`` and ``held_golden``), so that a
     refresh would ingest, restate and relabel nothing: every revision it lists is held and
     marked as listed, no held revision is marked listed that it no longer lists, and the golden
     runs file is the one held. A listing with problems (a path it could not list) is never the
     same: the refresh reports them."""
     listed = {revision_digest(ref) for ref in listing.revisions}
-    rows = revisions.select(["revision_digest", "is_upstream"]).to_pylist()
-    marked = {row["revision_digest"] for row in rows if row["is_upstream"]}
-    held_golden = golden.column("content_digest").to_pylist()[:1]
-    same_golden = listing.golden_commits is None or held_golden == [content_digest(listing.golden_commits)]
+    marked = {row["revision_digest"] for row in revisions if row["is_upstream"]}
+    same_golden = listing.golden_commits is None or golden == [content_digest(listing.golden_commits)]
     return not listing.problems and same_golden and marked == listed

@@ -1,8 +1,8 @@
-"""What a warehouse has published, and the checks every fault test makes after the fault.
+"""What a lake has published, and the checks every fault test makes after the fault.
 
-"Nothing published is lost or changed" is checked byte for byte: the generation that was
-current before the fault, its manifest and every Parquet part it references hash the same
-afterwards, and every result digest it held is still held by whatever is current now.
+"Nothing published is lost or changed" is checked on the answers: the snapshot that was the
+newest before the fault is still the newest (or, after a commit, the parent of the new one), and
+every table and view of it answers with the same rows, compared as multisets.
 """
 
 from __future__ import annotations
@@ -12,124 +12,147 @@ import json
 import os
 import subprocess
 import sys
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+import duckdb
+
 from liger_warehouse.audit import checks
-from liger_warehouse.store.generations import GenerationStore, RefreshBusy
+from liger_warehouse.lake.connect import open_lake
+from liger_warehouse.lake.location import ALIAS, Lake
 from liger_warehouse.store.raw import RawStore
 from liger_warehouse.store.storage import Storage
-from tests.plain_duckdb import open_views
 
 # Set at ingest time, so two refreshes of the same upstream legitimately differ in them.
 VOLATILE_COLUMNS = {"ingested_at"}
-LOCKS = ("refresh", "build", "publish")
 
 
-def gens_of(root: Path) -> GenerationStore:
-    return GenerationStore(Storage(root))
+def lake_of(root: Path) -> Lake:
+    return Lake.of(str(root))
 
 
-def _sha(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+def objects(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
+    """Every table and view of the lake: name -> 'table' or 'view'."""
+    rows = con.execute(
+        "select table_name, table_type from information_schema.tables where table_catalog = ? order by 1", [ALIAS]
+    ).fetchall()
+    return {name: "view" if kind == "VIEW" else "table" for name, kind in rows}
+
+
+def _rows(con: duckdb.DuckDBPyConnection, name: str) -> list[str]:
+    """The rows of one table or view, canonical (JSON, ingest times dropped) and sorted."""
+    # Names come from the catalog itself; identifiers cannot be bound parameters.
+    cur = con.execute(f'select * from "{name}"')
+    columns = [c[0] for c in cur.description]
+    keep = [i for i, c in enumerate(columns) if c not in VOLATILE_COLUMNS]
+    return sorted(
+        json.dumps({columns[i]: row[i] for i in keep}, sort_keys=True, default=str) for row in cur.fetchall()
+    )
+
+
+def _answer(con: duckdb.DuckDBPyConnection, name: str) -> str:
+    return hashlib.sha256("\n".join(_rows(con, name)).encode()).hexdigest()
 
 
 @dataclass(frozen=True)
 class Published:
-    """The current generation, the bytes it stands on, and its results."""
+    """The newest snapshot, the answer of every table and view in it (a hash of its sorted
+    rows), and its result digests."""
 
-    current: str | None
-    files: dict[str, str]
+    snapshot: int | None
+    answers: dict[str, str]
     results: frozenset[str]
 
 
-def published(root: Path) -> Published:
-    gens = gens_of(root)
-    gen_id = gens.current_id()
-    if gen_id is None:
+def published(root: Path, lake: Lake | None = None) -> Published:
+    lake = lake or lake_of(root)
+    if not lake.exists():
         return Published(None, {}, frozenset())
-    gen = gens.load(gen_id)
-    keys = [f"generations/{gen_id}.json", *(p.file for parts in gen.tables.values() for p in parts)]
-    files = {key: _sha(root / key) for key in keys}
-    results = gens.read_table(gen, "fact_result", ["result_digest"]).column(0).to_pylist()
-    return Published(gen_id, files, frozenset(results))
+    with open_lake(lake, read_only=True) as con:
+        (snapshot,) = con.execute(f"from {ALIAS}.current_snapshot()").fetchone()
+        names = objects(con)
+        answers = {name: _answer(con, name) for name in names}
+        results = (
+            {d for (d,) in con.execute("select result_digest from fact_result").fetchall()}
+            if "fact_result" in names
+            else set()
+        )
+    return Published(snapshot, answers, frozenset(results))
 
 
-def assert_still_there(root: Path, before: Published) -> None:
-    """The generation published before is byte-identical, and no result of it is gone."""
-    for key, sha in before.files.items():
-        assert (root / key).is_file(), f"{key} of generation {before.current} is gone"
-        assert _sha(root / key) == sha, f"{key} of generation {before.current} changed"
-    now = published(root)
+def assert_unchanged(root: Path, before: Published, lake: Lake | None = None) -> None:
+    """The newest snapshot is the one before, and every table and view answers as it did."""
+    now = published(root, lake)
+    assert now.snapshot == before.snapshot, f"snapshot {before.snapshot} is no longer the newest: {now.snapshot}"
+    changed = sorted(n for n in before.answers.keys() | now.answers.keys() if before.answers.get(n) != now.answers.get(n))
+    assert changed == [], f"these answer differently: {changed}"
+
+
+def assert_still_there(root: Path, before: Published, lake: Lake | None = None) -> None:
+    """The snapshot published before still reads (time travel) with the same answers, and no
+    result of it is gone from the newest."""
+    lake = lake or lake_of(root)
+    if before.snapshot is not None:
+        with open_lake(lake, read_only=True, snapshot=before.snapshot) as con:
+            then = {name: _answer(con, name) for name in objects(con)}
+        assert then == before.answers, "the snapshot published before answers differently"
+    now = published(root, lake)
     assert before.results <= now.results, f"{len(before.results - now.results)} results lost"
 
 
-def assert_current_is_whole(root: Path) -> None:
-    """Every part the current manifest names reads, and the integrity checks pass on it."""
-    gens = gens_of(root)
-    gen = gens.current()
-    for table in gen.tables:
-        gens.read_table(gen, table)
-    failed = [o for o in checks.all_checks(gens, gen) if not o.passed]
+def assert_current_is_whole(root: Path, lake: Lake | None = None) -> None:
+    """Every table and view of the newest snapshot reads, and the integrity checks pass on it."""
+    with open_lake(lake or lake_of(root), read_only=True) as con:
+        for name in objects(con):
+            con.execute(f'select count(*) from "{name}"').fetchone()
+        failed = [o for o in checks.all_checks(con) if not o.passed]
     assert failed == [], failed
 
 
-def view_counts(db: Path) -> dict[str, int]:
-    """Row counts of every view of liger.duckdb, opened read-only as a reader would."""
-    with open_views(db) as con:
-        names = [
-            r[0]
-            for r in con.execute(
-                "select view_name from duckdb_views() where not internal and schema_name = 'main'"
-            ).fetchall()
-        ]
-        # View names come from the database itself; identifiers cannot be bound parameters.
-        return {n: con.execute(f'select count(*) from "{n}"').fetchone()[0] for n in names}
+def contents(root: Path, lake: Lake | None = None) -> dict[str, list[str]]:
+    """Every row of every table of the newest snapshot, canonical and sorted.
+
+    Two lakes with equal ``contents`` hold the same digests, facts and flags; only snapshot ids,
+    file names and ingest times may differ.
+    """
+    with open_lake(lake or lake_of(root), read_only=True) as con:
+        return {name: _rows(con, name) for name, kind in objects(con).items() if kind == "table"}
 
 
-def database_generation(db: Path) -> str:
-    with open_views(db) as con:
-        return con.execute("select generation_id from warehouse_generation").fetchone()[0]
+def duplicates(rows: list[str]) -> list[str]:
+    """Rows that occur more than once."""
+    return [row for row, n in Counter(rows).items() if n > 1]
 
 
-def assert_locks_free(root: Path) -> None:
-    """No lock is left held: a dead holder's flock went with its process."""
-    gens = gens_of(root)
-    for name in LOCKS:
-        try:
-            gens.try_lock(name).release()
-        except RefreshBusy as exc:  # pragma: no cover - the failure message is the point
-            raise AssertionError(f"lock {name!r} is still held: {exc}") from None
+def summary(root: Path, lake: Lake | None = None) -> dict:
+    """The refresh summary the newest snapshot was committed with."""
+    with open_lake(lake or lake_of(root), read_only=True) as con:
+        (extra,) = con.execute(
+            f"select commit_extra_info from ducklake_snapshots('{ALIAS}') order by snapshot_id desc limit 1"
+        ).fetchone()
+    return json.loads(extra)
 
 
 def assert_raw_store_sound(root: Path) -> None:
     """Every raw snapshot hashes to its address and every index entry points at one."""
-    storage = Storage(root)
+    storage = Storage(str(root))
     raw = RawStore(storage)
-    snapshots = {k for k in storage.list("raw/sha256")}
+    snapshots = set(storage.list("raw/sha256"))
     for key in snapshots:
-        content = "sha256:" + Path(key).name.removesuffix(".gz")
-        raw.get(content)
+        raw.get("sha256:" + Path(key).name.removesuffix(".gz"))
     for key in storage.list("raw/index"):
         content = json.loads(storage.read_text(key))["content_digest"]
         assert RawStore._snapshot_key(content) in snapshots, f"{key} points at a missing snapshot"
 
 
-def contents(root: Path) -> dict[str, list[str]]:
-    """Every row of every table of the current generation, canonical and sorted.
-
-    Two warehouses with equal ``contents`` hold the same digests, facts and flags; only the
-    generation ids, part names and ingest times may differ.
-    """
-    gens = gens_of(root)
-    gen = gens.current()
+def tree(root: Path) -> dict[str, tuple[int, int, str]]:
+    """Every file under ``root``: relative path -> (size, mtime in ns, SHA-256)."""
     out = {}
-    for table in sorted(gen.tables):
-        rows = gens.read_table(gen, table).to_pylist()
-        out[table] = sorted(
-            json.dumps({k: v for k, v in r.items() if k not in VOLATILE_COLUMNS}, sort_keys=True, default=str)
-            for r in rows
-        )
+    for path in sorted(root.rglob("*")):
+        if path.is_file():
+            stat = path.stat()
+            out[str(path.relative_to(root))] = (stat.st_size, stat.st_mtime_ns, hashlib.sha256(path.read_bytes()).hexdigest())
     return out
 
 
@@ -150,13 +173,14 @@ def dagster_home(path: Path) -> Path:
 
 def cli_env(home: Path, **values: str) -> dict[str, str]:
     """The environment of a ``liger-warehouse`` subprocess: ours, minus any failpoint or token."""
-    env = {k: v for k, v in os.environ.items() if k not in ("LIGER_WAREHOUSE_FAILPOINT", "GITHUB_TOKEN")}
+    drop = ("LIGER_WAREHOUSE_FAILPOINT", "LIGER_WAREHOUSE_PAUSE", "GITHUB_TOKEN")
+    env = {k: v for k, v in os.environ.items() if k not in drop}
     # Wide enough that rich never wraps a message the tests look for.
     env.update(DAGSTER_HOME=str(home), COLUMNS="1000", **values)
     return env
 
 
-def cli_refresh(root: Path, env: dict[str, str], timeout: float = 120) -> subprocess.CompletedProcess:
+def cli_refresh(root: Path, env: dict[str, str], timeout: float = 180) -> subprocess.CompletedProcess:
     return subprocess.run(
         [*cli_script(), "refresh", "--warehouse", str(root)],
         env=env,

@@ -2,11 +2,11 @@
 
 Each kill runs the installed CLI in a subprocess against a copy of the base warehouse, with
 ``AFTER`` served by a fake GitHub, so the refresh has work at every stage (listing, downloads,
-raw snapshots, normalization, Parquet parts, staging, audits, the switch, the views). After
-each kill: the process died of SIGKILL; no lock is left held; the generation published before
-is byte-identical (or, past the switch, it is the parent of a whole new one); every view of
-liger.duckdb opens and queries; the raw store holds no partial snapshot. Then the next refresh
-succeeds and publishes exactly what a refresh that was never killed publishes.
+raw snapshots, normalization, the publishing transaction, its checks, its commit). After each
+kill: the process died of SIGKILL; the lake's newest snapshot is the one before and every table
+and view answers as it did; it passes the integrity checks; the raw store holds no partial
+snapshot. Then the next refresh succeeds and publishes exactly what a refresh that was never
+killed publishes.
 
 The kills and their recoveries run two at a time in one module fixture (each costs a Dagster
 start-up); the parametrized test then reports on each point.
@@ -29,17 +29,13 @@ from tests.reliability.conftest import copy_warehouse, github_env
 from tests.reliability.published import (
     Published,
     assert_current_is_whole,
-    assert_locks_free,
     assert_raw_store_sound,
-    assert_still_there,
+    assert_unchanged,
     cli_env,
     cli_refresh,
     contents,
     dagster_home,
-    database_generation,
-    gens_of,
     published,
-    view_counts,
 )
 
 pytestmark = pytest.mark.slow
@@ -50,17 +46,11 @@ POINTS = {
     "downloading:7": "download: a CSV body half received, an earlier CSV already stored",
     "fetched:2": "download: second CSV fully received, its raw snapshot not yet written",
     "storage-replace:raw:4": "raw store: second snapshot in place, its index entry not renamed",
-    "normalized": "normalization: first new revision normalized, its member part written",
-    "storage-replace:tables:6": "Parquet: sixth new part not renamed, five before it in place",
-    "staging": "staging: every part written, the manifest not yet",
-    "storage-replace:generations": "staging: the manifest written to a temp file, not renamed",
-    "audit": "blocking checks: auditing the staged generation",
-    "publish": "switch: holding the publish lock, the parent re-checked, CURRENT not yet written",
-    "storage-replace:CURRENT": "switch: the new pointer written to a temp file, not renamed",
-    "database-view": "views: switched; the new liger.duckdb built beside the old one, not yet in place",
+    "normalized": "transaction: first new revision normalized, its rows inserted, uncommitted",
+    "staging": "transaction: every new revision ingested, nothing committed",
+    "audit": "transaction: change points and derived tables made, the blocking checks about to run",
+    "publish": "transaction: every check passed, the commit message set, the commit not made",
 }
-# Killed after CURRENT moved: the new generation is published, the views still show the old.
-PAST_THE_SWITCH = {"database-view"}
 
 
 @dataclass
@@ -69,13 +59,9 @@ class Killed:
 
     proc: CompletedProcess
     problems: dict[str, str | None]  # check -> None when it passed, else why it failed
-    current: tuple[str | None, str | None]  # (id, parent) of CURRENT after the kill
-    shown: str  # the generation liger.duckdb showed after the kill
     stored: int  # raw snapshots indexed after the kill
     recovery: CompletedProcess
     recovered: dict
-    shown_after: str
-    current_after: str | None
 
 
 def _problem(check: Callable[[], object]) -> str | None:
@@ -90,29 +76,15 @@ def _kill_and_recover(point: str, base: Path, before: Published, fake: FakeGitHu
     root = copy_warehouse(base, tmp / "warehouse")
     env = cli_env(dagster_home(tmp / "dagster"), **github_env(fake))
     proc = cli_refresh(root, {**env, "LIGER_WAREHOUSE_FAILPOINT": point})
-    db = root / "liger.duckdb"
     problems = {
-        "locks are free": _problem(lambda: assert_locks_free(root)),
-        "what was published is still there": _problem(lambda: assert_still_there(root, before)),
-        "CURRENT is whole and passes the audits": _problem(lambda: assert_current_is_whole(root)),
-        "every view opens and queries": _problem(lambda: view_counts(db)),
+        "the lake answers as before": _problem(lambda: assert_unchanged(root, before)),
+        "the lake is whole and passes the checks": _problem(lambda: assert_current_is_whole(root)),
         "the raw store is sound": _problem(lambda: assert_raw_store_sound(root)),
     }
-    gen = gens_of(root).current()
-    shown, stored = database_generation(db), len(Storage(root).list("raw/index"))
-    # The next refresh is the operator's: the same CLI, lock and Dagster instance as the dead one.
+    stored = len(Storage(str(root)).list("raw/index"))
+    # The next refresh is the operator's: the same CLI and Dagster instance as the dead one.
     recovery = cli_refresh(root, env)
-    return Killed(
-        proc,
-        problems,
-        (gen.id or None, gen.parent),
-        shown,
-        stored,
-        recovery,
-        contents(root),
-        database_generation(db),
-        gens_of(root).current_id(),
-    )
+    return Killed(proc, problems, stored, recovery, contents(root))
 
 
 @pytest.fixture(scope="module")
@@ -133,26 +105,18 @@ def killed(
         return dict(zip(POINTS, pool.map(run, POINTS), strict=True))
 
 
-def test_at_least_ten_distinct_points():
-    assert len(set(POINTS)) >= 10
+def test_every_stage_has_a_point():
+    assert len(set(POINTS)) >= 8
 
 
 @pytest.mark.parametrize("point", POINTS)
-def test_killed_refresh_loses_nothing_and_recovers(point, killed, before, clean_after, base_warehouse):
+def test_killed_refresh_loses_nothing_and_recovers(point, killed, clean_after, base_warehouse):
     k = killed[point]
     assert k.proc.returncode == -signal.SIGKILL, f"not killed at {point}: {k.proc.stderr[-3000:]}"
     assert k.problems == dict.fromkeys(k.problems)
-    current, parent = k.current
-    if point in PAST_THE_SWITCH:
-        assert current != before.current and parent == before.current
-    else:
-        assert current == before.current
-    # The views still show the generation published before the kill.
-    assert k.shown == before.current
     if point.startswith("downloading"):  # mid-way: some new snapshots stored, not all five
-        base = len(Storage(base_warehouse).list("raw/index"))
+        base = len(Storage(str(base_warehouse)).list("raw/index"))
         assert base < k.stored < base + 5
 
     assert k.recovery.returncode == 0, k.recovery.stderr[-3000:]
     assert k.recovered == clean_after
-    assert k.shown_after == k.current_after

@@ -7,46 +7,37 @@ not a query, in one-shot mode and at the interactive prompt: each is refused wit
 before it runs. Queries that try to read outside the warehouse fail on the locked-down
 connection unless ``--allow-read`` names the path.
 
-Then a warehouse is copied, the original made to hold different bytes under the same part names,
+Then a warehouse is copied, the original made to hold different bytes under the same file names,
 then moved away and deleted: the copy answers with its own data through ``liger-warehouse`` and
-through the standalone ``duckdb`` CLI, which without ``file_search_path`` refuses with a message
-saying how to set it. A database from before the views named relative paths (absolute paths of
-the original) is read through views rebuilt in memory, and the next refresh rewrites it.
+through a plain DuckDB client that attaches the copy's catalog with the copy's data path.
 """
 
 from __future__ import annotations
 
-import hashlib
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
-import duckdb
 import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
 from liger_warehouse.cli import app
-from liger_warehouse.model.tables import SCHEMAS
-from liger_warehouse.store.generations import GenerationStore
-from liger_warehouse.store.storage import Storage
-from tests.conftest import refresh
 from tests.plain_duckdb import open_views
-from tests.reliability.published import cli_env, cli_script, dagster_home
+from tests.reliability.published import cli_env, cli_script, dagster_home, tree
 
 # Statements that are not queries: name -> SQL ({root}: the warehouse, {part}: one of its
-# fact_result parts, {outside}: an empty directory beside it).
+# fact_result data files, {outside}: an empty directory beside it).
 NOT_QUERIES = {
     "copy-over-a-part": "copy (select 1 as a) to '{root}/{part}' (format parquet)",
-    "copy-over-current": "copy (select 'x' as a) to '{root}/CURRENT' (format csv, header false)",
+    "copy-over-the-catalog": "copy (select 'x' as a) to '{root}/catalog.sqlite' (format csv, header false)",
     "copy-to-a-new-file": "copy (select 1 as a) to '{outside}/new.csv'",
     "copy-after-a-query": "select 1; copy (select 1 as a) to '{root}/after.csv'",
     "copy-behind-a-comment": "/* only a query */ copy (select 1 as a) to '{root}/commented.csv'",
     "explain-analyze-copy": "explain analyze copy (select 1 as a) to '{root}/explained.csv'",
     "export-database": "export database '{outside}/exported'",
     "attach-a-new-database": "attach '{outside}/new.duckdb' as other",
-    "attach-liger-duckdb-writable": "attach '{root}/liger.duckdb' as writable (read_only false)",
+    "attach-the-catalog-writable": "attach 'ducklake:sqlite:{root}/catalog.sqlite' as writable",
     "install-an-extension": "install httpfs",
     "load-an-extension": "load httpfs",
     "create-a-table": "create table t as select 1 as a",
@@ -78,11 +69,9 @@ OUTSIDE_READS = {
 VEGA_CACHE = Path("liger-warehouse/js")
 
 
-def _fingerprint(root: Path) -> dict[str, str]:
-    """sha256 of every file under ``root`` (by relative path): any change or new file shows."""
-    return {
-        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() for p in root.rglob("*") if p.is_file()
-    }
+def _fingerprint(root: Path) -> dict[str, tuple[int, int, str]]:
+    """Size, mtime and SHA-256 of every file under ``root``: any change, touch or new file shows."""
+    return tree(root)
 
 
 def _lines(text: str) -> list[str]:
@@ -108,8 +97,15 @@ def site(base_copy: Path, tmp_path: Path, monkeypatch) -> dict[str, str]:
     }
 
 
+def _parts(root: Path) -> list[Path]:
+    """The data files of fact_result in the newest snapshot of ``root``'s lake."""
+    with open_views(root / "catalog.sqlite") as con:
+        files = con.execute("select data_file from ducklake_list_files('liger', 'fact_result')").fetchall()
+    return [Path(f) for (f,) in files]
+
+
 def _a_part(root: Path) -> str:
-    return GenerationStore(Storage(root)).current().parts("fact_result")[0].file
+    return str(_parts(root)[0].relative_to(root))
 
 
 def _sql(*args: str, stdin: str | None = None):
@@ -224,7 +220,7 @@ def test_no_reading_command_changes_or_creates_a_file(site, tmp_path):
 
 
 def _query(root: Path, sql: str) -> list[tuple]:
-    with open_views(root / "liger.duckdb") as con:
+    with open_views(root / "catalog.sqlite") as con:
         return con.execute(sql).fetchall()
 
 
@@ -235,10 +231,9 @@ MOVED = ("original-diverged", "original-moved", "original-deleted")
 
 
 def _diverge(root: Path) -> None:
-    """Rewrite every fact_result part of ``root`` in place with its first row only: a reader
-    of these files sees one row per part where the copy has them all."""
-    for part in GenerationStore(Storage(root)).current().parts("fact_result"):
-        path = root / part.file
+    """Rewrite every fact_result data file of ``root`` in place with its first row only: a
+    reader of these files sees one row per file where the copy has them all."""
+    for path in _parts(root):
         pq.write_table(pq.read_table(path).slice(0, 1), path)
 
 
@@ -251,19 +246,13 @@ def _apply(name: str, original: Path) -> None:
         shutil.rmtree(original)
 
 
-def duckdb_cli() -> str:
-    found = shutil.which("duckdb", path=str(Path(sys.executable).parent)) or shutil.which("duckdb")
-    assert found, "the duckdb CLI is missing: pip install -e '.[dev]' installs duckdb-cli"
-    return found
-
-
 @pytest.fixture
 def copied(base_copy: Path, tmp_path: Path, monkeypatch) -> tuple[Path, Path, int]:
     """The original, its copy (``cp -r``) and the results the copy holds."""
     monkeypatch.setenv("LIGER_WAREHOUSE_DIR", str(base_copy))
     backup = tmp_path / "backup"
     shutil.copytree(base_copy, backup)
-    results = GenerationStore(Storage(backup)).current().rows("fact_result")
+    ((results,),) = _query(backup, "select count(*) from fact_result")
     return base_copy, backup, results
 
 
@@ -279,54 +268,10 @@ def test_a_copy_answers_from_its_own_files_through_liger_warehouse(copied, name)
 
 
 @pytest.mark.parametrize("name", MOVED)
-def test_the_duckdb_cli_on_a_copy_reads_the_copy_or_says_how(copied, name):
+def test_a_plain_duckdb_client_on_a_copy_reads_the_copy(copied, name):
+    """ATTACH of the copy's catalog with the copy's data path (tests/plain_duckdb.py)."""
     original, backup, results = copied
     _apply(name, original)
-    count = "select count(*) from fact_result"
-    # Told where the warehouse is, from the directory above it: the copy's own rows.
-    told = subprocess.run(
-        [duckdb_cli(), "-readonly", "-csv", "-noheader", "-cmd", "set file_search_path = 'backup'",
-         "backup/liger.duckdb", "-c", count],
-        capture_output=True, text=True, cwd=backup.parent, timeout=120,
-    )  # fmt: skip
-    assert told.returncode == 0, told.stderr
-    assert told.stdout.split() == [str(results)]
-    # Not told, even from inside the original (the worst place to guess from): a refusal that
-    # says what to set, and no rows.
-    cwd = original if original.is_dir() else backup.parent
-    blind = subprocess.run(
-        [duckdb_cli(), "-readonly", "-csv", "-noheader", str(backup / "liger.duckdb"), "-c", count],
-        capture_output=True, text=True, cwd=cwd, timeout=120,
-    )  # fmt: skip
-    assert blind.returncode != 0
-    assert blind.stdout.strip() == ""
-    assert "set file_search_path" in blind.stderr and "-readonly -cmd" in blind.stderr
-
-
-def _absolute_views(root: Path, original: Path) -> None:
-    """Make ``root/liger.duckdb`` what builds before this change wrote: table views naming the
-    parts of ``original`` by absolute path, and no ``warehouse_files`` macro."""
-    gen = GenerationStore(Storage(root)).current()
-    with duckdb.connect(str(root / "liger.duckdb")) as con:
-        for table in SCHEMAS:
-            files = ", ".join(f"'{original / p.file}'" for p in gen.parts(table))
-            if files:
-                con.execute(f"create or replace view {table} as select * from read_parquet([{files}])")
-        con.execute("drop macro warehouse_files")
-
-
-def test_a_copy_with_an_old_database_is_read_through_views_rebuilt_in_memory(copied, before_mirror):
-    original, backup, results = copied
-    _absolute_views(backup, original)
-    _diverge(original)
-    with duckdb.connect(str(backup / "liger.duckdb"), read_only=True) as con:  # the fault it had
-        assert con.execute("select count(*) from fact_result").fetchone()[0] != results
     before = _fingerprint(backup)
-    done = _sql("-w", str(backup), "--format", "csv", "select count(*) as n from fact_result")
-    assert done.exit_code == 0, done.output
-    assert _lines(done.stdout) == ["n", str(results)]
-    assert _fingerprint(backup) == before  # rebuilt in memory: the reader wrote nothing
-    # A refresh (nothing new upstream) rewrites it with relative names.
-    assert refresh(backup, upstream=str(before_mirror)).result.success
     assert _query(backup, "select count(*) from fact_result") == [(results,)]
-    assert "warehouse_files(" in _query(backup, "select sql from duckdb_views() where view_name = 'fact_result'")[0][0]
+    assert _fingerprint(backup) == before

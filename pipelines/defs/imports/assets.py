@@ -6,10 +6,11 @@ from pathlib import Path
 import dagster as dg
 from pydantic import Field
 
+from liger_warehouse.audit.checks import CheckOutcome
 from liger_warehouse.build.publish import ChecksFailed
 from liger_warehouse.imports.kernelindex import ImportOutcome, import_file, withdraw_import
 from pipelines.defs.resources import WarehouseResource
-from pipelines.defs.warehouse.assets import table_metadata
+from pipelines.defs.warehouse.assets import check_results, table_metadata
 
 GROUP = "imports"
 
@@ -39,6 +40,20 @@ def _metadata(outcome: ImportOutcome) -> dict:
     }
 
 
+def _log_checks(context: dg.AssetExecutionContext, outcomes: list[CheckOutcome]) -> None:
+    """The blocking checks the import's transaction ran, as evaluations of the lake's checks."""
+    for result in check_results(outcomes):
+        context.log_event(
+            dg.AssetCheckEvaluation(
+                asset_key=result.asset_key,
+                check_name=result.check_name,
+                passed=result.passed,
+                metadata=result.metadata,
+                blocking=True,
+            )
+        )
+
+
 @dg.asset(group_name=GROUP, kinds={"json", "ducklake"}, output_required=False)
 def kernelindex_import(context: dg.AssetExecutionContext, config: ImportConfig, warehouse: WarehouseResource):
     """Records of kernelindex.dev/v1alpha1 (NDJSON) published as source ``import:<name>``, or that
@@ -51,6 +66,7 @@ def kernelindex_import(context: dg.AssetExecutionContext, config: ImportConfig, 
         else:
             outcome = import_file(warehouse.lake(), warehouse.raw(), Path(config.file).read_bytes(), config.name)
     except ChecksFailed as exc:
+        _log_checks(context, exc.outcomes)
         raise dg.Failure(str(exc), allow_retries=False) from None
     if outcome.published is None or outcome.published.snapshot is None:
         context.log.info(f"{outcome.source_key}: {outcome.unchanged}; nothing published")
@@ -58,4 +74,5 @@ def kernelindex_import(context: dg.AssetExecutionContext, config: ImportConfig, 
         return
     for table, metadata in table_metadata(warehouse, outcome.published).items():
         context.log_event(dg.AssetMaterialization(asset_key=table, metadata=metadata))
+    _log_checks(context, outcome.published.outcomes)
     yield dg.MaterializeResult(metadata=_metadata(outcome))

@@ -1,4 +1,4 @@
-"""The benchmark report: one HTML page per published generation, with PNG renders."""
+"""The benchmark report: one HTML page per lake snapshot, with PNG renders."""
 
 import base64
 import tempfile
@@ -6,8 +6,8 @@ from pathlib import Path
 
 import dagster as dg
 
-from liger_warehouse.report.publish import publish_report
 from liger_warehouse.lake.connect import read_lake
+from liger_warehouse.report.publish import publish_report
 from pipelines.defs.resources import WarehouseResource
 
 
@@ -19,7 +19,7 @@ def _inline_png(name: str, path: Path) -> dg.MetadataValue:
 
 @dg.asset(group_name="report", kinds={"duckdb", "report"}, deps=["fact_change_point"])
 def liger_report(warehouse: WarehouseResource) -> dg.MaterializeResult:
-    """``<warehouse>/reports/<generation>/index.html``: per kernel, p50 across versions for each
+    """``<warehouse>/reports/<snapshot>/index.html``: per kernel, p50 across versions for each
     GPU and provider; Liger's speedup over each baseline across versions; the regressions and
     change points. Self-contained (Vega, Vega-Lite and vega-embed inlined): it opens offline.
     The overview charts are attached as PNGs."""
@@ -33,7 +33,7 @@ def liger_report(warehouse: WarehouseResource) -> dg.MaterializeResult:
     return dg.MaterializeResult(
         metadata={
             "report": dg.MetadataValue.path(storage.uri(keys.pop("index"))),
-            "generation": report.generation,
+            "snapshot": report.snapshot,
             "charts": report.charts,
             "missing_views": ", ".join(report.missing_views) or "none",
             **charts,

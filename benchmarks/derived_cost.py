@@ -1,0 +1,88 @@
+"""What each derived table costs a publish: its ``create or replace table … as`` timed alone on a
+built lake, with the rows and Parquet bytes it writes.
+
+    python -m benchmarks.derived_cost --warehouse ROOT [--zstd] [--json FILE]
+
+Every publish recreates every table of ``sql/derived/`` whole, in load order (so each reads the
+tables before it as this publish made them). Here the same statements run in that order in one
+transaction on the lake of ``ROOT``, which is rolled back: the lake's snapshot does not move.
+The bytes are those of the files the statement added under the lake's data directory, before
+the rollback. ``--zstd`` also gives every table's bytes as the lake holds it (DuckLake's default
+codec, Snappy) beside the same rows written with zstd. Prints one JSON line, the derived tables
+by seconds, largest first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+from liger_warehouse.lake.connect import open_lake
+from liger_warehouse.lake.location import ALIAS, DATA_DIR, Lake
+from liger_warehouse.lake.objects import sql_objects
+
+
+def _files(data: Path) -> dict[str, int]:
+    return {p.relative_to(data).as_posix(): p.stat().st_size for p in data.rglob("*.parquet")}
+
+
+def measure(root: Path) -> list[dict]:
+    """Seconds, rows and bytes written of each derived table's statement, in load order."""
+    data = root / DATA_DIR
+    out = []
+    con = open_lake(Lake.of(str(root)))
+    try:
+        con.execute("begin")
+        for file in (f for f in sql_objects() if f.kind == "derived"):
+            before = _files(data)
+            started = time.perf_counter()
+            con.execute(f"create or replace table {file.name} as\n{file.sql.rstrip().rstrip(';')}")
+            seconds = time.perf_counter() - started
+            (rows,) = con.execute(f"select count(*) from {file.name}").fetchone()
+            written = sum(size for path, size in _files(data).items() if path not in before)
+            out.append({"table": file.name, "seconds": seconds, "rows": rows, "bytes": written})
+        con.execute("rollback")
+    finally:
+        con.close()
+    return out
+
+
+def table_bytes(root: Path, scratch: Path) -> dict[str, dict[str, int]]:
+    """Every table's Parquet bytes in the lake, and the same rows written with zstd to ``scratch``."""
+    out = {}
+    con = open_lake(Lake.of(str(root)), read_only=True)
+    try:
+        held = con.execute(f"select table_name, file_size_bytes from ducklake_table_info('{ALIAS}')").fetchall()
+        for table, size in sorted(held):
+            con.execute(f"copy (from {table}) to '{scratch}' (format parquet, compression zstd)")
+            out[table] = {"bytes": size, "zstd_bytes": scratch.stat().st_size}
+            scratch.unlink()
+    finally:
+        con.close()
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--warehouse", type=Path, required=True, help="a built warehouse root")
+    parser.add_argument("--zstd", action="store_true", help="every table's bytes, and written with zstd")
+    parser.add_argument("--json", type=Path, help="also write the result here")
+    args = parser.parse_args()
+    tables = measure(args.warehouse)
+    result = {
+        "ok": True,
+        "seconds": sum(t["seconds"] for t in tables),
+        "bytes": sum(t["bytes"] for t in tables),
+        "tables": sorted(tables, key=lambda t: -t["seconds"]),
+    }
+    if args.zstd:
+        result["table_bytes"] = table_bytes(args.warehouse, args.warehouse.with_name("zstd-scratch.parquet"))
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=1))
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
