@@ -74,7 +74,9 @@ class Stepper:
         if profiler is not None:
             text = profiler.output_text(unicode=True, color=False, show_all=False)
             load = os.getloadavg()[0]
-            head = f"# {self.command}\n# step {name}: {seconds:.2f} s wall, {cpu:.2f} s CPU; load average {load:.1f}\n\n"
+            head = (
+                f"# {self.command}\n# step {name}: {seconds:.2f} s wall, {cpu:.2f} s CPU; load average {load:.1f}\n\n"
+            )
             (self.out / f"full-build-{self.label}-{name}.txt").write_text(head + text)
         return result
 

@@ -90,7 +90,9 @@ def full_build_rows(sizes: list[dict]) -> tuple[list[str], list[dict]]:
         startup = summarize([b["startup"] for b in builds])
         r = ratio(copy.median, job.median)
         core = summarize([core_seconds(b) for b in builds])
-        grown = ratio(builds[-1].get("lake_bytes", float("nan")), size["mirror"]["gz_bytes"]) if builds else float("nan")
+        grown = (
+            ratio(builds[-1].get("lake_bytes", float("nan")), size["mirror"]["gz_bytes"]) if builds else float("nan")
+        )
         status = f" — failed: {failed[0]}" if failed else ""
         lines.append(
             f"| {_n(results)}{status} | {_n(rows)} | {size['revisions']} | {_s(job)} | "

@@ -1,5 +1,6 @@
-"""The analytic views of liger.duckdb: one ``create or replace view`` (or macro) per ``.sql`` file.
+"""The lake's macros, views and derived tables: one object per ``.sql`` file, created in the lake's
+catalog at publish.
 
-Installed as the package ``liger_warehouse.sql`` (setup.py); ``liger_warehouse.serve.database`` reads the files
-with importlib.resources. This file holds no code: it makes the directory a package.
+Installed as the package ``liger_warehouse.sql`` (setup.py); ``liger_warehouse.lake.objects`` reads the
+files with importlib.resources. This file holds no code: it makes the directory a package.
 """

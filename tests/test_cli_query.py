@@ -1,5 +1,5 @@
-"""Reading the warehouse: the standalone DuckDB CLI, several readers at once, and the
-``liger-warehouse sql | regressions | versions`` commands."""
+"""Reading the lake: the standalone DuckDB CLI, several readers at once (a writer too), a lake
+moved by --catalog and --data, and the ``liger-warehouse sql | regressions | versions`` commands."""
 
 from __future__ import annotations
 
@@ -16,11 +16,15 @@ import pytest
 from typer.testing import CliRunner
 
 from liger_warehouse.cli import app
+from liger_warehouse.lake import extensions
+from liger_warehouse.lake.connect import open_lake
+from liger_warehouse.lake.location import Lake
 from tests import expected
 from tests.conftest import MIRROR
 from tests.plain_duckdb import open_views
 
 H100 = "NVIDIA H100 80GB HBM3"
+PROJECT = Path(__file__).resolve().parents[1]
 
 
 def duckdb_cli() -> str:
@@ -57,21 +61,26 @@ def full_cli(full_mirror_warehouse, monkeypatch):
     return _invoker(full_mirror_warehouse.root, monkeypatch)
 
 
-def test_standalone_duckdb_cli_opens_the_database_and_runs_views(mirror_warehouse, mirror, tmp_path):
+def _attach(catalog: str) -> str:
+    """README's lines for any DuckDB client: the extensions (here from their pip packages, as on a
+    machine without an extension repository), then the lake attached read-only."""
+    loads = "".join(f"load '{extensions.packaged(name)}'; " for name in ("ducklake", "sqlite_scanner"))
+    return f"{loads}attach 'ducklake:sqlite:{catalog}' as liger (read_only); use liger;"
+
+
+def test_standalone_duckdb_cli_attaches_the_lake_and_runs_views(mirror_warehouse, mirror):
     binary = duckdb_cli()
     version = subprocess.run([binary, "--version"], capture_output=True, text=True, check=True).stdout
-    assert version.startswith("v1."), version  # an older DuckDB than the Python package's 2.x
+    assert version.startswith("v1."), version
     script = """
-        set parquet_metadata_cache = true;
         select count(*) as current from current_results;
         set variable regression_threshold = 0.10;
         select count(*) filter (where verdict = 'regression') as regressions from compare_versions('0.6.3', '0.7.0');
     """
-    # README's command, from the directory that holds the warehouse: the views read their parts
-    # under file_search_path; README's setting for a session of many queries.
+    # README's ATTACH, from the directory that holds the warehouse: the catalog knows where its data is.
     root = mirror_warehouse.root
     done = subprocess.run(
-        [binary, "-readonly", "-csv", "-cmd", f"set file_search_path = '{root.name}'", f"{root.name}/liger.duckdb"],
+        [binary, "-csv", "-cmd", _attach(f"{root.name}/catalog.sqlite")],
         input=script, capture_output=True, text=True, cwd=root.parent, timeout=120,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
@@ -82,21 +91,47 @@ def test_standalone_duckdb_cli_opens_the_database_and_runs_views(mirror_warehous
     assert done.stdout.split() == ["current", str(len(mirror.current())), "regressions", str(at_ten)]
 
 
-def test_several_processes_read_at_once(mirror_warehouse):
-    db, root = str(mirror_warehouse.database), str(mirror_warehouse.root)
-    sql = "select count(*) from speedups"
-    config = {"file_search_path": root}
+def test_several_processes_read_at_once_while_a_refresh_writes(mirror_warehouse, tmp_path):
+    """Readers never block each other, and a writer's open transaction (a refresh before its
+    commit) blocks none of them: they read the last committed snapshot."""
+    root = tmp_path / "warehouse"
+    shutil.copytree(mirror_warehouse.root, root)
+    catalog, sql = str(root / "catalog.sqlite"), "select count(*) from speedups"
     # No progress bar on stdout when a loaded machine makes the query slow: only the count.
-    opened = f"duckdb.connect({db!r}, read_only=True, config={config!r}).execute('set enable_progress_bar = false')"
-    python = [sys.executable, "-c", f"import duckdb; print({opened}.execute({sql!r}).fetchall()[0][0])"]
-    search = f"set file_search_path = '{root}'"
-    commands = [[duckdb_cli(), "-readonly", "-noheader", "-csv", "-cmd", search, db, "-c", sql]] * 2 + [python] * 2
-    with open_views(mirror_warehouse.database) as held:  # and this process keeps one open meanwhile
+    python = [sys.executable, "-c", f"from tests.plain_duckdb import open_views; from pathlib import Path; "
+              f"con = open_views(Path({catalog!r})); con.execute('set enable_progress_bar = false'); "
+              f"print(con.execute({sql!r}).fetchall()[0][0])"]  # fmt: skip
+    cli = [duckdb_cli(), "-noheader", "-csv", "-cmd", _attach(catalog), "-c", sql]
+    commands = [cli] * 2 + [python] * 2
+    with open_views(root / "catalog.sqlite") as held, open_lake(Lake.of(str(root))) as writer:
         want = held.execute(sql).fetchall()[0][0]
-        running = [subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for c in commands]
+        writer.execute("begin")
+        writer.execute("create or replace table dim_build as select * from dim_build where false")
+        running = [
+            subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=PROJECT)
+            for c in commands
+        ]
         outputs = [p.communicate(timeout=120) for p in running]
+        writer.execute("rollback")
     assert [p.returncode for p in running] == [0] * len(commands), outputs
     assert [out.strip() for out, _ in outputs] == [str(want)] * len(commands)
+
+
+def test_the_lake_moves_with_catalog_and_data(mirror_warehouse, mirror, tmp_path, monkeypatch):
+    """--catalog and --data name a lake anywhere: a copy whose data moved reads its own files."""
+    catalog, data = tmp_path / "elsewhere" / "lake.sqlite", tmp_path / "files"
+    catalog.parent.mkdir()
+    shutil.copyfile(mirror_warehouse.database, catalog)
+    shutil.copytree(mirror_warehouse.root / "lake", data)
+    invoke = _invoker(tmp_path / "no-warehouse-here", monkeypatch)
+    query = "select count(*) as n from current_results"
+    done = invoke("sql", query, "-f", "csv", "--catalog", f"sqlite:{catalog}", "--data", str(data))
+    assert done.exit_code == 0, done.stderr
+    assert done.stdout.split() == ["n", str(len(mirror.current()))]
+    shutil.rmtree(data)  # the original's files are still there: a reader of the copy must not use them
+    done = invoke("sql", query, "--catalog", f"sqlite:{catalog}", "--data", str(data))
+    assert done.exit_code == 1 and str(data) in " ".join(done.stderr.split())
+    assert not (tmp_path / "no-warehouse-here").exists()
 
 
 def test_sql_runs_one_query(cli, mirror):
@@ -105,11 +140,6 @@ def test_sql_runs_one_query(cli, mirror):
     assert done.stdout.split() == ["n", str(len(mirror.current()))]
     table = cli("sql", "select 6 * 7 as answer")
     assert "answer" in table.stdout and "42" in table.stdout
-
-
-def test_sql_keeps_the_parts_footers_between_queries(cli):
-    done = cli("sql", "select current_setting('parquet_metadata_cache') as kept", "--format", "csv")
-    assert done.stdout.split() == ["kept", "True"]
 
 
 def test_sql_without_a_query_is_an_interactive_prompt(cli):

@@ -17,14 +17,18 @@ import typer
 from typer.testing import CliRunner
 
 from liger_warehouse.cli import app
+from liger_warehouse.lake.connect import open_lake
+from liger_warehouse.lake.location import Lake
 from liger_warehouse.store import last_refresh
-from liger_warehouse.store.generations import GenerationStore
 from liger_warehouse.store.storage import Storage
 from tests.conftest import env, require_mirror
+from tests.plain_duckdb import open_views
 from tests.reliability.published import cli_env, cli_script
 
 runner = CliRunner()
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
+# The progress bars' lines (liger_warehouse/cli/progress_view.py).
+PROGRESS = ("stages:", "downloading revisions", "normalizing revisions")
 
 
 def invoke(*args: str) -> tuple[int, str]:
@@ -76,6 +80,16 @@ def warehouse(mirror_warehouse, tmp_path: Path, dagster_home: Path) -> Path:
     return root
 
 
+def _snapshots(root: Path) -> list[tuple[int, dict]]:
+    """Each snapshot of the lake at ``root`` that a refresh committed, oldest first, with its summary."""
+    with open_views(root / "catalog.sqlite") as con:
+        rows = con.execute(
+            "select snapshot_id, commit_extra_info from ducklake_snapshots('liger') "
+            "where commit_extra_info is not null order by snapshot_id"
+        ).fetchall()
+    return [(snapshot, json.loads(summary)) for snapshot, summary in rows]
+
+
 def _mirror_with_one_more_commit(tmp_path: Path) -> Path:
     """A copy of the mirror whose all_benchmark_data.csv has one more commit, one row re-measured."""
     mirror = tmp_path / "mirror"
@@ -101,8 +115,8 @@ def test_refresh_shows_progress_and_a_summary(warehouse: Path, tmp_path: Path):
     code, text = invoke("refresh", "-w", str(warehouse), "--upstream", str(mirror))
     assert code == 0, text
     assert "stages: done" in text and "downloading revisions" in text and "normalizing revisions" in text
-    summary = GenerationStore(Storage(str(warehouse))).current().summary
-    assert summary["revisions_ingested"] == 1
+    snapshot, summary = _snapshots(warehouse)[-1]
+    assert summary["revisions_ingested"] == 1 and f"published snapshot {snapshot}" in text
     for column in ("revisions ingested", "results added", "restated", "removed", "time"):
         assert column in text
     row = re.search(r"│\s*1\s*│\s*1\s*│\s*1\s*│\s*0\s*│\s*[\d.]+s\s*│", text)
@@ -110,13 +124,12 @@ def test_refresh_shows_progress_and_a_summary(warehouse: Path, tmp_path: Path):
 
 
 def test_refresh_with_nothing_new_says_so_in_one_line(warehouse: Path, dagster_home: Path):
-    """Nothing new upstream: nothing is staged, audited or published, and the installed CLI
+    """Nothing new upstream: nothing is ingested, audited or published, and the installed CLI
     prints one line; no warning about a blocking check that "emitted no result" (Dagster logs
     it to stderr, so this runs the CLI as a process). Its listing showed upstream as published,
     so no run was launched: the instance records the listing as upstream_snapshots
     materialized without a run, and `status` names it as the last refresh."""
-    gens = GenerationStore(Storage(str(warehouse)))
-    before = gens.current_id()
+    before = _snapshots(warehouse)
     done = subprocess.run(
         [*cli_script(), "refresh", "-w", str(warehouse), "--upstream", str(require_mirror())],
         env=cli_env(dagster_home),
@@ -127,9 +140,9 @@ def test_refresh_with_nothing_new_says_so_in_one_line(warehouse: Path, dagster_h
     )
     text = done.stdout + done.stderr
     assert done.returncode == 0, text
-    assert gens.current_id() == before
+    assert _snapshots(warehouse) == before
     lines = [line for line in text.splitlines() if line.strip() and not line.startswith("stages: done")]
-    said = rf"nothing new upstream: generation {before} stays current \([\d.]+s\)"
+    said = rf"nothing new upstream: snapshot {before[-1][0]} stays current \([\d.]+s\)"
     assert len(lines) == 1 and re.fullmatch(said, lines[0]), text
     with dg.DagsterInstance.get() as instance:
         assert not instance.get_run_records(dg.RunsFilter(job_name="refresh"))
@@ -139,21 +152,56 @@ def test_refresh_with_nothing_new_says_so_in_one_line(warehouse: Path, dagster_h
     assert code == 0 and re.search(r"last refresh: [\d-]+ [\d:]+ UTC, nothing new upstream \(no run needed\)", text)
 
 
-def test_refresh_refuses_while_another_runs(warehouse: Path):
-    with GenerationStore(Storage(str(warehouse))).try_lock("refresh"):
-        code, text = invoke("refresh", "-w", str(warehouse), "--upstream", str(require_mirror()))
-    assert code == 3
-    assert "another refresh" in text
+def test_a_refresh_that_loses_to_another_writer_says_so_in_one_line(warehouse: Path, tmp_path: Path):
+    """Another writer's transaction is open on the catalog (another refresh, about to commit):
+    this refresh commits nothing, says why in one line and exits 1; the lake stays as it was."""
+    mirror = _mirror_with_one_more_commit(tmp_path)
+    before = _snapshots(warehouse)
+    with open_lake(Lake.of(str(warehouse))) as other:
+        other.execute("begin")
+        other.execute("create or replace table dim_build as select * from dim_build")
+        code, text = invoke("refresh", "-w", str(warehouse), "--upstream", str(mirror))
+        other.execute("rollback")
+    assert code == 1, text
+    said = [line for line in text.splitlines() if line.strip() and not line.startswith(PROGRESS)]
+    assert len(said) == 1 and said[0].startswith("error: ") and "nothing was published" in said[0], text
+    assert _snapshots(warehouse) == before
 
 
-def test_status_prints_generation_last_refresh_rows_and_upstream_head(warehouse: Path, tmp_path: Path):
+def _count(root: Path, as_of: str | None = None) -> str:
+    """``select count(*) from fact_result`` through ``sql`` (at snapshot ``as_of``): its CSV value."""
+    code, text = invoke("sql", "-w", str(root), "-f", "csv", "select count(*) as n from fact_result",
+                        *(["--as-of", as_of] if as_of else []))  # fmt: skip
+    assert code == 0, text
+    return text.split()[-1]
+
+
+def test_sql_as_of_reads_an_earlier_snapshot(warehouse: Path, tmp_path: Path):
+    with open_views(warehouse / "catalog.sqlite") as con:
+        (held,) = con.execute("select count(*) from fact_result").fetchone()
+        (committed,) = con.execute("select max(snapshot_time)::varchar from ducklake_snapshots('liger')").fetchone()
+    assert invoke("refresh", "-w", str(warehouse), "--upstream", str(_mirror_with_one_more_commit(tmp_path)))[0] == 0
+    (first, _), (second, summary) = _snapshots(warehouse)
+    assert summary["results_added"] == 1
+    assert _count(warehouse) == _count(warehouse, str(second)) == str(held + 1)
+    assert _count(warehouse, str(first)) == _count(warehouse, committed) == str(held)
+    code, text = invoke("sql", "-w", str(warehouse), "--as-of", "99", "select 1")
+    lines = [line for line in text.splitlines() if line.strip()]
+    assert code == 1 and len(lines) == 1 and lines[0].startswith("error: --as-of 99: ") and "99" in lines[0], text
+    assert f"snapshots 0 to {second}" in lines[0], text
+
+
+def test_status_lists_snapshots_last_refresh_rows_and_upstream_head(warehouse: Path, tmp_path: Path):
     mirror = _mirror_with_one_more_commit(tmp_path)
     code, _ = invoke("refresh", "-w", str(warehouse), "--upstream", str(mirror))
     assert code == 0
-    gen_id = GenerationStore(Storage(str(warehouse))).current_id()
+    (first, whole), (second, one) = _snapshots(warehouse)
     code, text = invoke("status", "-w", str(warehouse))
     assert code == 0, text
-    assert f"published generation {gen_id}" in text
+    for snapshot, summary in ((second, one), (first, whole)):
+        did = f"{summary['revisions_ingested']} revisions, +{summary['results_added']} results"
+        assert re.search(rf"│\s*{snapshot}\s*│[^│]*│\s*refresh\s*│\s*{re.escape(did)}, ", text), text
+    assert text.index(f"{second} │") < text.index(f"{first} │"), "newest first"
     assert re.search(r"last refresh: \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC, success", text), text
     assert re.search(r"fact_result\s*│\s*[\d,]+", text)
     newest = json.loads((mirror / "commits" / "all_benchmark_data.json").read_text())[0]["sha"]
@@ -200,17 +248,17 @@ def test_status_check_upstream_counts_what_is_new(warehouse: Path, tmp_path: Pat
 def test_status_without_a_warehouse_fails_clearly(tmp_path: Path, dagster_home: Path):
     code, text = invoke("status", "-w", str(tmp_path / "nothing"))
     assert code == 1
-    assert "no generation published yet" in text
+    assert "nothing published yet" in text
+    assert not (tmp_path / "nothing").exists()
 
 
 def test_exit_statuses_are_the_ones_the_readme_states(tmp_path: Path, dagster_home: Path):
-    """2 for a usage error, 1 for a failure (3, a refresh already running, and 1 for `status` of
-    a warehouse with nothing published: above)."""
+    """2 for a usage error, 1 for a failure (a refresh that lost to another writer, and `status`
+    of a warehouse with nothing published: above)."""
     readme = " ".join((Path(__file__).resolve().parents[1] / "README.md").read_text().split())
     assert "Exit status 1 is a failure" in readme and "Exit status 2 is a usage error" in readme
-    assert "Exit status 3: another refresh or import of the same warehouse is running" in readme
     missing = str(tmp_path / "nothing")
     for usage_error in (["status", "--no-such-option"], ["regressions", "--threshold", "lots"], ["no-such-command"]):
         assert invoke(*usage_error)[0] == 2, usage_error
     code, text = invoke("sql", "select 1", "-w", missing)
-    assert code == 1 and f"no database at {missing}" in " ".join(text.split()), text
+    assert code == 1 and f"no warehouse at sqlite:{missing}/catalog.sqlite" in " ".join(text.split()), text

@@ -16,8 +16,10 @@ from typer.testing import CliRunner
 
 from liger_warehouse.cli import app
 from liger_warehouse.export.record_schema import schema, validate_record
+from liger_warehouse.export.writer import prune_exports, snapshot_key
 from liger_warehouse.lake.connect import latest_snapshot
 from liger_warehouse.lake.location import Lake
+from liger_warehouse.store.storage import Storage
 from tests.conftest import env, require_reference
 from tests.plain_duckdb import open_views
 
@@ -150,3 +152,26 @@ def test_cli_where_is_one_sandboxed_condition(mirror_warehouse, tmp_path):
         refused = _export(mirror_warehouse.root, tmp_path / "refused", "--where", where)
         assert refused.exit_code == 1, refused.output
         assert not list((tmp_path / "refused").glob("*.ndjson"))
+
+
+def test_cli_as_of_reads_that_snapshot_and_names_the_file_by_it(mirror_warehouse, tmp_path):
+    snapshot = latest_snapshot(Lake.of(str(mirror_warehouse.root)))
+    result = _export(mirror_warehouse.root, tmp_path, "--as-of", str(snapshot))
+    assert result.exit_code == 0, result.output
+    (path,) = tmp_path.glob("*.ndjson")
+    assert path.name == f"kernelindex-{snapshot}.ndjson"
+    assert path.read_bytes() == export_path(mirror_warehouse.root).read_bytes()
+    missing = _export(mirror_warehouse.root, tmp_path / "missing", "--as-of", str(snapshot + 100))
+    assert missing.exit_code == 1, missing.output
+    assert not (tmp_path / "missing").exists()
+
+
+def test_prune_keeps_the_newest_snapshots_by_number(tmp_path):
+    storage = Storage(tmp_path)
+    for snapshot in (2, 9, 10, 11):
+        storage.write_text(snapshot_key(snapshot), "{}\n")
+        storage.write_text(snapshot_key(snapshot).removesuffix(".ndjson") + ".json", "{}")
+    storage.write_text("exports/kernelindex/notes.txt", "not an export")
+    assert sorted(prune_exports(storage, keep=2)) == [snapshot_key(2), snapshot_key(9)]
+    kept = [f"exports/kernelindex/{name}" for name in ("10.ndjson", "10.json", "11.ndjson", "11.json", "notes.txt")]
+    assert storage.list("exports/kernelindex") == sorted(kept)

@@ -14,7 +14,12 @@ import pytest
 PROJECT = Path(__file__).resolve().parents[1]
 BASH_BLOCK = re.compile(r"```bash\n(.*?)```", re.DOTALL)
 # Written by the commands without an option naming them.
-DEFAULTS = ["warehouse/liger.duckdb", "warehouse/CURRENT", ".dagster_home/history/runs.db", ".tmp_dagster_home_x/y"]
+DEFAULTS = [
+    "warehouse/catalog.sqlite",
+    "warehouse/lake/main/fact_result/ducklake-x.parquet",
+    ".dagster_home/history/runs.db",
+    ".tmp_dagster_home_x/y",
+]
 
 
 def _out_paths() -> list[str]:

@@ -169,18 +169,28 @@ def prior_state(con: duckdb.DuckDBPyConnection) -> pa.Table | None:
     return state.cast(SCHEMAS[STATE])
 
 
-def update(con: duckdb.DuckDBPyConnection, pool: SeriesPool | None = None) -> Counts:
-    """Replace both tables in the lake of ``con`` (inside its transaction) with the change points
-    of every series, each resumed from its prior state where its points allow (on ``pool``'s
-    workers; None: in this process)."""
+def update(con: duckdb.DuckDBPyConnection, pool: SeriesPool | None = None, touched: set[str] | None = None) -> Counts:
+    """Bring both tables in the lake of ``con`` (inside its transaction) up to date, each series
+    resumed from its prior state where its points allow (on ``pool``'s workers; None: in this
+    process). ``touched`` names the only series whose points may have changed; every other series
+    keeps its rows, which is what analysing it again would give. None, or a prior state that
+    cannot be resumed from, analyses every series."""
     revisions = con.sql("select revision_digest, seq from dim_upstream_revision").to_arrow_table()
-    (results,) = con.execute("select count(*) from fact_result").fetchone()
-    if results:
-        tables, counts = _run(con, "fact_result", revisions, prior_state(con), pool)
+    state = prior_state(con)
+    where, results, kept = "true", "fact_result", (0, 0)
+    if touched is not None and state is not None:
+        con.register("cp_touched", pa.table({"series_digest": pa.array(sorted(touched), pa.string())}))
+        where = "series_digest in (select series_digest from cp_touched)"
+        results = f"(select * from fact_result where {where})"
+        state = state.filter(pc.is_in(state["series_digest"], con.sql("from cp_touched").to_arrow_table()[0]))
+        kept = con.execute(f"select count(*), coalesce(sum(points), 0) from {STATE} where not {where}").fetchone()
+    if con.execute(f"select count(*) from {results}").fetchone()[0]:
+        tables, counts = _run(con, results, revisions, state, pool)
     else:
         tables, counts = {name: SCHEMAS[name].empty_table() for name in (TABLE, STATE)}, Counts()
+    counts.merge(Counts(series=kept[0], unchanged=kept[0], points=int(kept[1])))
     for name, table in tables.items():
-        con.execute(f"delete from {name}")
+        con.execute(f"delete from {name} where {where}")
         con.register("new_rows", table)
         con.execute(f"insert into {name} by name select * from new_rows")
         con.unregister("new_rows")

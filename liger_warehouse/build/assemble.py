@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from liger_warehouse.build.plan import PendingRevision
 from liger_warehouse.model.digests import content_digest
-from liger_warehouse.model.revisions import IMPORT, RevisionRef
+from liger_warehouse.model.revisions import GH_PAGES, IMPORT, RevisionRef
 from liger_warehouse.model.tables import DIMENSIONS, INGESTED, SCHEMAS
 from liger_warehouse.model.versions import parse_version
 from liger_warehouse.normalize.dimensions import Dimensions
@@ -44,7 +44,9 @@ class LakeWriter:
         self.con = con
         self.summary = Summary()
         self.changed = changed
-        self.changed_sources: set[str] = set()
+        # The series whose gh-pages points this refresh may have changed: the change points
+        # of no other series need computing again.
+        self.touched_series: set[str] = set()
 
     def _insert(self, table: str, data: pa.Table) -> None:
         if data.num_rows == 0:
@@ -99,7 +101,8 @@ class LakeWriter:
         if not prior.is_empty():
             self.con.execute("delete from fact_result where source_key = ?", [source_key])
         self._insert("fact_result", results.to_arrow().cast(SCHEMAS["fact_result"]))
-        self.changed_sources.add(source_key)
+        for rows in (prior, results):
+            self.touched_series.update(rows.filter(pl.col("source") == GH_PAGES)["series_digest"].unique().to_list())
         self.changed = True
 
     def _count_changes(self, prior: pl.DataFrame, results: pl.DataFrame) -> None:

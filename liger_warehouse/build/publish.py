@@ -83,11 +83,12 @@ def publish(
         ingest = Ingest(con, raw, now, rows(con) if callable(rows) else rows)
         changed = ingest.run(listing, contents, withdraw)
         summary = ingest.writer.summary_dict(withdraw)
-        if not changed and sql_current(con):
+        current = sql_current(con)
+        if not changed and current:
             con.execute("rollback")
             return Published(summary)
-        counts = change_points.update(con, pool)
-        created = create_sql_objects(con)
+        counts = change_points.update(con, pool, ingest.writer.touched_series)
+        created = create_sql_objects(con, derived_only=current)
         failpoint("audit")
         outcomes = checks.audit(con, raw, ingest.new_revisions)
         if on_checks is not None:
@@ -107,6 +108,6 @@ def _commit(con: duckdb.DuckDBPyConnection) -> None:
     try:
         con.execute("commit")
     except duckdb.TransactionException as exc:
-        print(repr(exc)); raise PublishConflict(
-            f"another refresh committed to this lake first; nothing was published ({str(exc).splitlines()[0]})"
-        ) from None
+        # DuckLake's own words come last: a conflicting commit, or a catalog another writer holds.
+        cause = str(exc).strip().splitlines()[-1]
+        raise PublishConflict(f"another writer changed this lake first, nothing was published: {cause}") from None

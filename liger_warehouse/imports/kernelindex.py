@@ -46,11 +46,7 @@ from liger_warehouse.model.catalog.gpus import gpu_slug
 from liger_warehouse.model.digests import canonical_json, content_digest, digest, hex_part
 from liger_warehouse.model.revisions import IMPORT, RevisionRef, UpstreamListing, revision_digest
 from liger_warehouse.normalize.csvfile import CsvFile, FileRejected, Record
-from liger_warehouse.normalize.rows import (
-    Row,
-    stem_of_harness,
-    workload_identity,
-)
+from liger_warehouse.normalize.rows import Row, stem_of_harness, workload_identity
 from liger_warehouse.store.raw import RawStore
 from liger_warehouse.store.storage import PendingWrites
 
@@ -66,6 +62,7 @@ class UnknownImport(ValueError):
 
 
 def source_key(name: str) -> str:
+    """The source key of import ``name``; ``ValueError`` for a name that cannot be one."""
     if not NAME.fullmatch(name):
         raise ValueError(f"import name must match {NAME.pattern}: {name!r}")
     return f"{IMPORT}:{name}"
@@ -82,10 +79,10 @@ def unchanged_by(lake: Lake, name: str, data: bytes | None) -> str:
     key = source_key(name)
     digest_ = None if data is None else revision_digest(import_ref(name, data))
     with open_lake(lake, read_only=True) as con:
-        return _unchanged(held_revisions(con), key, digest_)
+        return _unchanged(_held(con), key, digest_)
 
 
-def held_revisions(con: duckdb.DuckDBPyConnection) -> dict[str, dict]:
+def _held(con: duckdb.DuckDBPyConnection) -> dict[str, dict]:
     """The ``dim_upstream_revision`` rows ``con`` reads, by revision digest."""
     rows = con.execute("select * from dim_upstream_revision").to_arrow_table().to_pylist()
     return {r["revision_digest"]: r for r in rows}
@@ -278,10 +275,11 @@ class ImportOutcome:
 def import_file(lake: Lake, raw: RawStore, data: bytes, name: str, now: datetime | None = None) -> ImportOutcome:
     """Publish the records of one NDJSON file as source ``import:<name>``: the lake's next snapshot.
 
-    Writes nothing when it raises: ``FileRejected`` for a file that is not NDJSON text,
-    ``ImportRejected`` when not one record is valid, ``ChecksFailed``/``PublishConflict`` from
-    the publish. The same bytes again change nothing, unless the source was withdrawn: then
-    they make it current again."""
+    Publishes nothing when it raises. ``FileRejected`` (a file that is not NDJSON text) and
+    ``ImportRejected`` (not one valid record) come before anything is written; after
+    ``ChecksFailed`` or ``PublishConflict`` only the raw snapshot stays, as a refresh's do. The
+    same bytes again change nothing, unless the source was withdrawn: then they make it current
+    again."""
     now = _now(now)
     outcome, ref, held = _work_out(lake, raw, data, name, now)
     if outcome.unchanged:
@@ -313,7 +311,7 @@ def withdraw_import(lake: Lake, raw: RawStore, name: str, now: datetime | None =
     there is no such source."""
     key = source_key(name)
     with open_lake(lake, read_only=True) as con:
-        held = held_revisions(con)
+        held = _held(con)
     outcome = ImportOutcome(key, unchanged=_unchanged(held, key, None))
     if outcome.unchanged:
         return outcome
@@ -340,7 +338,7 @@ def _work_out(
     con = open_lake(lake)
     try:
         con.execute("begin")
-        held = held_revisions(con)
+        held = _held(con)
         ref = _revision_ref(held, name, data, now)
         outcome = ImportOutcome(key, revision_digest=revision_digest(ref))
         outcome.unchanged = _unchanged(held, key, outcome.revision_digest)

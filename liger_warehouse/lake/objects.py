@@ -64,10 +64,14 @@ def sql_objects(sql_dir: Path = SQL_DIR) -> list[SqlFile]:
     return files
 
 
-def create_sql_objects(con: duckdb.DuckDBPyConnection, sql_dir: Path = SQL_DIR) -> Created:
-    """Each object of ``sql/`` in load order; the first that fails is the cause, and is named."""
+def create_sql_objects(con: duckdb.DuckDBPyConnection, sql_dir: Path = SQL_DIR, derived_only: bool = False) -> Created:
+    """Each object of ``sql/`` in load order; the first that fails is the cause, and is named.
+    ``derived_only``: the derived tables alone, when the catalog's macros and views are this
+    code's already (``sql_current``): they hold no data, so new rows leave them as they are."""
     derived, views = [], []
     for file in sql_objects(sql_dir):
+        if derived_only and file.kind != "derived":
+            continue
         statement = file.sql
         if file.kind == "derived":
             statement = f"create or replace table {file.name} as\n{file.sql.rstrip().rstrip(';')}"
@@ -76,6 +80,8 @@ def create_sql_objects(con: duckdb.DuckDBPyConnection, sql_dir: Path = SQL_DIR) 
         except duckdb.Error as exc:
             raise RuntimeError(f"{file.label(sql_dir)}: {exc}") from exc
         (derived if file.kind == "derived" else views).append(file.name)
+    if derived_only:
+        return Created(derived, views)
     con.execute(
         f"create or replace view {BUILT_FROM} as select '{sql_version(sql_dir)}' as sql_version, "
         f"{_schema_version()} as schema_version"

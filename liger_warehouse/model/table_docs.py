@@ -33,74 +33,6 @@ DESCRIPTIONS = {
     "refresh resumes it instead of starting over: the points analyzed, a digest of them, where "
     "Otava's sliding windows resume and the weak change points of the windows already complete. "
     "Derived with fact_change_point, not ingested.",
-    "dim_series": "One row per series (kernel, pass, provider, backend, metric, GPU and workload) in "
-    "readable columns, with the sweep, kernel and host keys verdicts group it by. Derived at publish "
-    "by sql/derived/dim_series.sql.",
-    "fact_build_source": "For each source (a gh-pages run, a main-branch CSV, an import), one row per "
-    "build its results stand for and label they are listed under: how many, the places of its runs in "
-    "upstream's list and when they were observed, which dim_build adds up. One part per source. Derived "
-    "at publish by sql/derived/fact_build_source.sql.",
-    "dim_build": "One row per Liger build results stand for, in release order: each release (its "
-    "release run and other runs of its commit, else its main-branch rows) and each nightly run, "
-    "labelled <version>+<yyyymmdd>.<sha>, with the gh-pages runs that stand for it (runs) and the place "
-    "of the newest in upstream's list (last_run_seq). Derived at publish by sql/derived/dim_build.sql.",
-    "fact_run_point": "One row per series and gh-pages run: the result that stands for the series "
-    "in the run. Derived at publish by sql/derived/fact_run_point.sql.",
-    "series_latest_runs": "One row per series with gh-pages points: its verdict_rule().recent_runs "
-    "newest gh-pages runs, newest first, which the next refresh's appended runs reach back to. Derived "
-    "at publish by sql/derived/series_latest_runs.sql.",
-    "fact_recent_point": "One row per series and gh-pages run: the series' recent level there, the "
-    "median over that run and the runs before it that hold the series (verdict_rule().recent_runs at "
-    "most), which compare_runs also judges a head against. Derived at publish by "
-    "sql/derived/fact_recent_point.sql; docs/VERDICTS.md.",
-    "fact_build_point": "One row per series and build: the median of the points the build stands on, "
-    "how many and which. Derived at publish by sql/derived/fact_build_point.sql.",
-    "fact_build_step": "One row per series on both sides of each pair of builds consecutive for some "
-    "series: the change between them split into host drift, the kernel's baselines, the sweep and the "
-    "series' own (decompose); consecutive marks the rows whose pair is the series' own step, which "
-    "version_steps and regressions judge, and head_point numbers that step's head among the series' builds. "
-    "One part per head build. Derived at publish by "
-    "sql/derived/fact_build_step.sql; docs/VERDICTS.md.",
-    "fact_speedup_pair": "One row per Liger result and baseline result one upstream revision showed "
-    "together (same GPU, workload, mode, metric and Liger version), with both p50s and the build the "
-    "Liger result stands for: what speedups and speedup_history read. One part per source. Derived at "
-    "publish by sql/derived/fact_speedup_pair.sql.",
-    "fact_restatement": "One row per result upstream no longer shows: the revision that changed it "
-    "(the first of its source after the last that showed it; null when upstream stopped listing the "
-    "source or the import was withdrawn) and the result of the same series that revision holds (null "
-    "when it dropped the series): what restatements reads. One part per source. Derived at publish by "
-    "sql/derived/fact_restatement.sql.",
-    "fact_speedup_point": "One row per pairing of a Liger series with a baseline series and build: "
-    "the median speedup over the pairs the build stands on (its runs, else its main-branch rows), how "
-    "many and which: what speedup_history reads. One part per build. Derived at publish by "
-    "sql/derived/fact_speedup_point.sql.",
-    "fact_run_step": "One row per series and pair of consecutive gh-pages runs that hold it: the change "
-    "between them split as fact_build_step splits a build step, which each series' noise is read from "
-    "(the run_steps view serves it). One part per head run. Derived at publish by "
-    "sql/derived/fact_run_step.sql; docs/VERDICTS.md.",
-    "fact_series_spread": "One row per series: how much it moved from one gh-pages run to the next "
-    "against its sweep, and how much its sweep shifted, from its run steps, before fact_series_noise "
-    "pulls them toward similar series. Derived at publish by sql/derived/fact_series_spread.sql; "
-    "docs/VERDICTS.md.",
-    "fact_series_noise": "One row per series: its run-to-run noise (against its sweep, and its "
-    "sweep's shifts), read from its gh-pages run history, and the smallest change a verdict can see "
-    "in it. Derived at publish by sql/derived/fact_series_noise.sql; docs/VERDICTS.md.",
-    "fact_speedup_step": "One row per pairing of a Liger series with a baseline series and gh-pages "
-    "run that holds both: the log speedup there and its step from the last run before it that holds "
-    "both, which the pairing's spread is read from. One part per head run. Derived at publish by "
-    "sql/derived/fact_speedup_step.sql; docs/VERDICTS.md.",
-    "fact_speedup_spread": "One row per pairing of a Liger series with a baseline series: how much the "
-    "speedup of one over the other moved from one gh-pages run to the next, before fact_speedup_noise "
-    "pulls it toward similar pairings, from its speedup steps, and its newest run (last_run). Derived at "
-    "publish by sql/derived/fact_speedup_spread.sql; "
-    "docs/VERDICTS.md.",
-    "fact_speedup_noise": "One row per pairing of a Liger series with a baseline series: how much the "
-    "speedup of one over the other moves from one gh-pages run to the next, which decides when a "
-    "speedup is a tie. Derived at publish by sql/derived/fact_speedup_noise.sql; docs/VERDICTS.md.",
-    "digest_migration": "Where a digest went when a schema version changed the identities behind it: "
-    "kind (protocol, implementation, series, ...), the old digest, the new one and the schema version "
-    "of the new one. A digest split by the new identities has several rows. Written by the refresh that "
-    "migrates, carried over afterwards.",
 }
 
 COLUMN_DESCRIPTIONS: dict[str, dict[str, str]] = {
@@ -124,12 +56,6 @@ COLUMN_DESCRIPTIONS: dict[str, dict[str, str]] = {
         "last_revision_digest": "-> dim_upstream_revision: the newest revision that showed this row.",
         "is_current": "True when the newest revision of its source that upstream still lists shows it.",
         "row_text": "The upstream CSV row, byte for byte.",
-    },
-    "digest_migration": {
-        "kind": "Which digest: protocol, implementation, series, ... (the fact_result column without _digest).",
-        "old_digest": "A digest of the schema version before.",
-        "new_digest": "A digest it became; several rows per old digest when it was split.",
-        "schema_version": "The schema version of new_digest (docs/SCHEMA.md).",
     },
 }
 

@@ -1,5 +1,5 @@
 -- dim_build: one row per Liger build that results stand for, in release order.
--- Materialized at publish (a derived table), from each source's rows of `fact_build_source`.
+-- Materialized at publish (a derived table, recreated whole in the publishing transaction).
 --
 -- A *release* build is a published version (`0.7.0`). It stands on its gh-pages release run
 -- (`<sha>-v0.7.0`) and every other run of the same commit; a series with no result in those

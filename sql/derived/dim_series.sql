@@ -1,5 +1,5 @@
 -- dim_series: one row per series, in readable columns, with the keys the verdicts group it by.
--- Materialized at publish (a derived table).
+-- Materialized at publish (a derived table, recreated whole in the publishing transaction).
 --
 -- A series is the same kernel, pass, provider, backend, metric, GPU and workload across
 -- versions and sources (`series_digest`). Its *sweep* is every workload of the same kernel,

@@ -1,6 +1,5 @@
 -- fact_build_point: one row per series and build (see `dim_build`) with a point in it: what
--- stands for the series in that build. Materialized at publish (a derived table);
--- `version_points` and `side_points` (its 'build' sides) read it.
+-- stands for the series in that build. Materialized at publish (a derived table, recreated whole in the publishing transaction).
 --
 -- A build stands on all of its runs (several runs of one release commit, a nightly's one run)
 -- or, for a series none of them holds, on the main-branch (or imported) rows of its version:

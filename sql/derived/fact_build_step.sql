@@ -8,7 +8,7 @@
 -- rows `head_point` is `head_build`'s number among the series' builds (`series_builds.point`), so
 -- that version_steps and version_history read each series' steps without numbering its builds.
 --
--- Materialized at publish (a derived table).
+-- Materialized at publish (a derived table, recreated whole in the publishing transaction).
 -- reads: decompose_points, series_builds
 with series_step as materialized (
     select series_digest, prev_build, build, point

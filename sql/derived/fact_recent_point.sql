@@ -4,9 +4,7 @@
 -- many (`runs`) and which (`sources`). `compare_runs` judges a head against the base run's
 -- recent level as well as against the base run, so that one unlucky base run cannot make a
 -- verdict (docs/VERDICTS.md).
--- Materialized at publish (a derived table), one part per run: a run's recent levels read only
--- its points and those of the runs before it, so a new run adds a part and the parts of the runs
--- before it are carried. `side_points` serves it as the 'recent' sides.
+-- Materialized at publish (a derived table, recreated whole in the publishing transaction).
 -- reads: dim_upstream_revision, fact_run_point, verdict_rule
 with ordered as (
     select p.run, p.series_digest, p.p20, p.p50, p.p80, p.observed_at, r.seq

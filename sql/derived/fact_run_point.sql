@@ -1,6 +1,6 @@
 -- fact_run_point: one row per series and gh-pages run that holds it: the result that stands
 -- for the series in that run (the most recently observed one, if the run holds several).
--- Materialized at publish (a derived table); `side_points` serves it as the 'run' sides.
+-- Materialized at publish (a derived table, recreated whole in the publishing transaction).
 -- reads: dim_upstream_revision, fact_result, result_build
 with standing as (
     select

@@ -3,9 +3,7 @@
 -- history each series' noise is read from (`fact_series_noise`), served by the `run_steps` view.
 -- The pair is kept as its two runs (`base_run`, `head_run`).
 --
--- Materialized at publish (a derived table), one part per head run: a run's steps read only its
--- own points and those of the runs its series were in before, so a new run adds a part and
--- the parts of the runs before it are carried.
+-- Materialized at publish (a derived table, recreated whole in the publishing transaction).
 -- reads: decompose_points, dim_upstream_revision, fact_run_point
 with run_seq as (
     select run, seq
@@ -16,8 +14,7 @@ ordered as (
     select
         p.series_digest,
         p.run,
-        -- runs sharing a place in upstream's list (one inserted later) in name order, as the
-        -- parts are chained (liger_warehouse/analysis/part_inputs.py)
+        -- runs sharing a place in upstream's list (one inserted later) in name order
         lag(p.run) over (partition by p.series_digest order by r.seq, p.run) as prev_run
     from fact_run_point as p
     join run_seq as r using (run)

@@ -1,17 +1,7 @@
 -- fact_series_noise: one row per series: how much it moves from one gh-pages run to the next when
 -- nothing is known to have changed, and so the smallest change a verdict can see in it.
 --
--- Materialized at publish (a derived table), from each series' spreads (`fact_series_spread`,
--- docs/VERDICTS.md):
---   residual_noise  a robust scale of the series' moves against its sweep;
---   sweep_noise     a robust scale of its sweep's own shifts;
--- each pulled toward the median of similar series (same metric, Liger or baseline) with the
--- weight of `verdict_rule().prior_steps` run steps, so a short or lucky history does not make a
--- series look quieter than its kind. `noise` combines them; `detectable_change` is the smallest
--- change that one run against one run calls whether it moves the whole sweep or this workload
--- alone (significance x the larger of the two); `history` counts the run steps; `pooled` says
--- both pools of its kind exist (some series of the kind has `min_history` steps). A series
--- without gh-pages history gets the pooled noise and a history of 0.
+-- Materialized at publish (a derived table, recreated whole in the publishing transaction).
 -- reads: fact_series_spread, verdict_rule
 -- What similar series show: the median over series with a history worth the name, of their
 -- own spread and of their sweep's (a prior for a series, so a sweep weighs as many times as it

@@ -1,7 +1,6 @@
 -- fact_speedup_noise: one row per pairing of a Liger series with a baseline series (same
 -- kernel, pass, metric, GPU and workload): how much the speedup of one over the other moves
--- from one gh-pages run to the next. Materialized at publish (a derived table); the `speedups`
--- winner reads it (docs/VERDICTS.md).
+-- from one gh-pages run to the next. Materialized at publish (a derived table, recreated whole in the publishing transaction).
 --
 -- Each pairing's `spread` (`fact_speedup_spread`) is pulled toward the median of the pairings of
 -- its metric, as a series' noise is, with the weight of `verdict_rule().prior_steps` steps;

@@ -3,10 +3,7 @@
 -- workload, mode, metric and Liger version: the pairs `speedups` reads as ratios and
 -- `speedup_history` groups by build. Liger is every provider named liger*; every other
 -- provider (torch, huggingface, torch_compile, ...) is a baseline.
---
--- A revision belongs to one source (`source_key`), so a source's pairs read only its own rows:
--- materialized at publish (a derived table) one part per source, derived again only when the
--- source's rows or revisions change.
+-- Materialized at publish (a derived table, recreated whole in the publishing transaction).
 -- reads: dim_series, fact_result, fact_revision_member, result_build, revision_labels
 with result as (
     select

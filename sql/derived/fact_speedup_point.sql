@@ -8,9 +8,7 @@
 -- them, `runs` counts them and `sources` names them. A pairing's metric and baseline provider
 -- follow from it; they are kept as columns so that a filter on them reads fewer rows.
 --
--- Materialized at publish (a derived table), one part per build: a build's rows read only the
--- pairs that stand for it, so a refresh re-derives the builds whose points changed and carries
--- the others.
+-- Materialized at publish (a derived table, recreated whole in the publishing transaction).
 -- reads: fact_speedup_pair, speedup
 with placed as (
     select

@@ -3,8 +3,7 @@
 -- the points. `decompose` is this with the pairs of consecutive builds read from `fact_build_step`.
 --
 -- `pairs` is a list of {base_kind, base_key, head_kind, head_key} (see `side_points`). Each row
--- carries its series' kernel and GPU: stored in `fact_build_step`, whose readers' copy is sorted by
--- them, so that a question about one kernel skips the row groups of the others. All changes are
+-- carries its series' kernel and GPU, as `fact_build_step` stores it. All changes are
 -- natural logs of head p50 / base p50:
 --   change_log      the raw change;
 --   drift_log       host drift: the median change of the baselines (providers Liger does not

@@ -46,9 +46,7 @@ def _rows(con: duckdb.DuckDBPyConnection, name: str) -> list[str]:
     cur = con.execute(f'select * from "{name}"')
     columns = [c[0] for c in cur.description]
     keep = [i for i, c in enumerate(columns) if c not in VOLATILE_COLUMNS]
-    return sorted(
-        json.dumps({columns[i]: row[i] for i in keep}, sort_keys=True, default=str) for row in cur.fetchall()
-    )
+    return sorted(json.dumps({columns[i]: row[i] for i in keep}, sort_keys=True, default=str) for row in cur.fetchall())
 
 
 def _answer(con: duckdb.DuckDBPyConnection, name: str) -> str:
@@ -85,7 +83,9 @@ def assert_unchanged(root: Path, before: Published, lake: Lake | None = None) ->
     """The newest snapshot is the one before, and every table and view answers as it did."""
     now = published(root, lake)
     assert now.snapshot == before.snapshot, f"snapshot {before.snapshot} is no longer the newest: {now.snapshot}"
-    changed = sorted(n for n in before.answers.keys() | now.answers.keys() if before.answers.get(n) != now.answers.get(n))
+    changed = sorted(
+        n for n in before.answers.keys() | now.answers.keys() if before.answers.get(n) != now.answers.get(n)
+    )
     assert changed == [], f"these answer differently: {changed}"
 
 
@@ -152,7 +152,11 @@ def tree(root: Path) -> dict[str, tuple[int, int, str]]:
     for path in sorted(root.rglob("*")):
         if path.is_file():
             stat = path.stat()
-            out[str(path.relative_to(root))] = (stat.st_size, stat.st_mtime_ns, hashlib.sha256(path.read_bytes()).hexdigest())
+            out[str(path.relative_to(root))] = (
+                stat.st_size,
+                stat.st_mtime_ns,
+                hashlib.sha256(path.read_bytes()).hexdigest(),
+            )
     return out
 
 

@@ -87,7 +87,10 @@ def test_a_reader_during_a_refresh_held_before_its_commit_answers_from_the_old_s
         dagster_home(tmp_path / "dagster"), **github_env(after_github), LIGER_WAREHOUSE_PAUSE=f"publish={release}"
     )
     refresh = subprocess.Popen(
-        [*cli_script(), "refresh", "--warehouse", str(base_copy)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        [*cli_script(), "refresh", "--warehouse", str(base_copy)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
     )
     try:
         _wait_for([Path(f"{release}.reached")], timeout=300)
@@ -95,7 +98,7 @@ def test_a_reader_during_a_refresh_held_before_its_commit_answers_from_the_old_s
         assert_unchanged(base_copy, before)
     finally:
         release.touch()
-    out, err = refresh.communicate(timeout=300)
+    _, err = refresh.communicate(timeout=300)
     assert refresh.returncode == 0, err[-3000:]
     assert published(base_copy).snapshot > before.snapshot
     assert contents(base_copy) == clean_after

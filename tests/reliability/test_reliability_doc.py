@@ -46,9 +46,16 @@ ELSEWHERE = {
         "test_withdraw_keeps_history_and_an_import_makes_it_current_again",
         "test_bad_records_are_quarantined_and_the_import_rebuilds_exactly",
     ),
-    "test_s3.py": (
-        "test_two_hosts_refreshing_one_root_never_both_publish",
-        "test_a_store_that_ignores_conditional_writes_is_refused_before_publishing",
+    "reliability/test_postgres_catalog.py": (
+        "test_two_hosts_refreshing_one_postgres_catalog_lose_and_duplicate_nothing",
+        "test_a_reader_of_a_postgres_catalog_sees_the_old_snapshot_until_the_commit",
+        "test_a_refresh_killed_before_its_commit_leaves_the_postgres_catalog_as_it_was",
+        "test_a_first_refresh_onto_an_empty_database_creates_the_lake",
+    ),
+    "reliability/test_concurrency.py": (
+        "test_readers_query_every_table_and_view_during_a_refresh_without_an_error",
+        "test_a_reader_during_a_refresh_held_before_its_commit_answers_from_the_old_snapshot",
+        "test_two_refreshes_of_one_lake_at_once_commit_one_and_lose_nothing",
     ),
 }
 

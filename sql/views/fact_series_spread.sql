@@ -7,9 +7,9 @@
 --                    over the sweep's `sweep_history` steps, because whole sweeps shift in bursts.
 -- A series without gh-pages history has a history of 0 and no spread.
 --
--- Materialized at publish (a derived table). A sweep's spread reads every step of its series,
--- so a refresh re-derives the series of the sweeps whose steps changed and carries the others.
+-- A view: only `fact_series_noise` reads it.
 -- reads: dim_series, fact_run_step, verdict_rule
+create or replace view fact_series_spread as
 with step as (
     select series_digest, sweep_key, base_run, head_run, residual_log, sweep_own_log, sweep_series
     from fact_run_step
@@ -49,5 +49,4 @@ select
     w.sweep_spread
 from dim_series as s
 left join own as o using (series_digest)
-left join sweep as w using (sweep_key)
-order by series_digest;
+left join sweep as w using (sweep_key);

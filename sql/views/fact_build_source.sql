@@ -1,9 +1,9 @@
 -- fact_build_source: for each source (a gh-pages run, a main-branch CSV, an import), one row per
 -- build its results stand for and label they are listed under (`result_build`): how many, where
--- the source's runs of it stand in upstream's list and when they were observed. Materialized at
--- publish (a derived table, one part per source, named by the source's inputs): `dim_build` adds
--- these up, so a refresh reads the results of the sources it changed, not every result.
+-- the source's runs of it stand in upstream's list and when they were observed. A view: only
+-- `dim_build` reads it, adding these up.
 -- reads: result_build
+create or replace view fact_build_source as
 select
     source_key,
     build,
@@ -16,5 +16,4 @@ select
     max(observed_at) as last_observed,
     count(*) as results
 from result_build
-group by source_key, build, source_label, liger_version, build_kind
-order by source_key, build, source_label;
+group by source_key, build, source_label, liger_version, build_kind;

@@ -4,10 +4,9 @@
 -- both (`base_run`, in upstream's commits.txt order; none at the pairing's first run). Its steps
 -- are the history a pairing's spread is read from (`fact_speedup_spread`).
 --
--- Materialized at publish (a derived table), one part per head run: a run's rows read its own
--- points and, for each of its pairings, the last run before it that holds both, so a new run
--- adds a part and the parts of the runs before it are carried.
+-- A view: only `fact_speedup_spread` reads it.
 -- reads: dim_series, fact_run_point
+create or replace view fact_speedup_step as
 with point as (
     select p.run, p.run_seq, p.series_digest, p.p50, s.point_key, s.metric, s.is_liger
     from fact_run_point as p
@@ -38,5 +37,4 @@ from pairing
 window history as (
     -- runs sharing a place in upstream's list (one inserted later) in name order, as fact_run_step
     partition by liger_series_digest, baseline_series_digest order by run_seq, run
-)
-order by head_run, liger_series_digest, baseline_series_digest;
+);

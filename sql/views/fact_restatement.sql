@@ -1,7 +1,5 @@
 -- fact_restatement: one row per result that upstream no longer shows: the revision that changed
--- it and the result that replaced it there. Materialized at publish (a derived table, one part
--- per source: only a source's own revisions show or change its results); `restatements` serves
--- it with the result's readable columns.
+-- it and the result that replaced it there. A view: only `restatements` reads it.
 --
 -- The revision that changed a result is the first revision of its source after the last one that
 -- showed it; there is none when upstream stopped listing the source (e.g. a deleted gh-pages
@@ -9,6 +7,7 @@
 -- revision holds (the most recently observed one, if several); there is none when the revision
 -- dropped the series.
 -- reads: dim_upstream_revision, fact_result, fact_revision_member
+create or replace view fact_restatement as
 with gone as (
     select f.result_digest, f.series_digest, f.source_key, last_seen.seq as last_seq
     from fact_result as f
@@ -62,5 +61,4 @@ select
     rep.new.observed_at as replacement_observed_at
 from gone as g
 left join changed_by as c using (result_digest)
-left join replacement as rep using (result_digest)
-order by source_key, result_digest;
+left join replacement as rep using (result_digest);
