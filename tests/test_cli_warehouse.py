@@ -140,7 +140,7 @@ def test_refresh_with_nothing_new_says_so_in_one_line(warehouse: Path, dagster_h
     )
     text = done.stdout + done.stderr
     assert done.returncode == 0, text
-    assert _snapshots(warehouse) == before
+    assert _snapshots(warehouse) == before, text
     lines = [line for line in text.splitlines() if line.strip() and not line.startswith("stages: done")]
     said = rf"nothing new upstream: snapshot {before[-1][0]} stays current \([\d.]+s\)"
     assert len(lines) == 1 and re.fullmatch(said, lines[0]), text

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from liger_warehouse import settings
 from liger_warehouse.cli import app
 from liger_warehouse.cli.warehouse import _run_config
-from liger_warehouse.serve.database import cache_dir
+from liger_warehouse.lake.connect import cache_dir
 from liger_warehouse.store.storage import Storage
 from liger_warehouse.upstream.open import settings_from_env
 from pipelines.defs.resources import resources

@@ -83,7 +83,13 @@ def open_lake(
             Path(lake.data).mkdir(parents=True, exist_ok=True)
         if not read_only and lake.catalog_file is not None:
             lake.catalog_file.parent.mkdir(parents=True, exist_ok=True)
-        con.execute(lake.attach_sql(read_only, snapshot, at_time))
+        try:
+            con.execute(lake.attach_sql(read_only, snapshot, at_time))
+        except duckdb.InvalidInputException as exc:
+            # A PostgreSQL database may exist without a lake in it: a reader creates none.
+            if read_only and "does not exist" in str(exc):
+                raise NoWarehouse(f"no warehouse in {lake.catalog}: run `liger-warehouse refresh` first") from None
+            raise
         con.execute(f"use {ALIAS}")
     except BaseException:
         con.close()
@@ -124,9 +130,11 @@ def parse_as_of(as_of: str | None) -> tuple[int | None, str | None]:
 
 def held_revisions(lake: Lake) -> set[str]:
     """The revision digests the lake holds (none before its first publish)."""
-    if not lake.exists():
+    try:
+        con = open_lake(lake, read_only=True)
+    except NoWarehouse:
         return set()
-    with open_lake(lake, read_only=True) as con:
+    with con:
         try:
             return {d for (d,) in con.execute("select revision_digest from dim_upstream_revision").fetchall()}
         except duckdb.CatalogException:

@@ -4,7 +4,7 @@ transaction that commits only when every check passes."""
 
 import dagster as dg
 
-from liger_warehouse.audit import checks
+from liger_warehouse.audit import checks, regression_watch
 from liger_warehouse.build.publish import ChecksFailed, PublishConflict, Published, publish
 from liger_warehouse.lake.connect import open_lake
 from liger_warehouse.lake.objects import sql_objects
@@ -57,11 +57,46 @@ def _specs() -> list[dg.AssetSpec]:
     ]
 
 
+# Warns, never blocks: a refresh that brings regressions in is still the truth of upstream.
+REGRESSION_CHECK = "no_new_regressions"
+REGRESSION_ASSET = "dim_build"
+
+
 def check_specs() -> list[dg.AssetCheckSpec]:
     return [
-        dg.AssetCheckSpec(name, asset=table, blocking=True, description=description)
-        for name, (table, description) in CHECKS.items()
+        *(
+            dg.AssetCheckSpec(name, asset=table, blocking=True, description=description)
+            for name, (table, description) in CHECKS.items()
+        ),
+        dg.AssetCheckSpec(
+            REGRESSION_CHECK,
+            asset=REGRESSION_ASSET,
+            blocking=False,
+            description="Warns when this refresh brought in regressions: steps of the `regressions` view "
+            "(sql/views/regressions.sql, docs/VERDICTS.md) into a build this refresh created or changed.",
+        ),
     ]
+
+
+def regression_result(new: regression_watch.Regressions) -> dg.AssetCheckResult:
+    """The warning check of the regressions a publish brought in."""
+    passed = not new.rows if new.available else True
+    if not new.available:
+        description = f"not checked: {new.note}"
+    else:
+        description = f"{len(new.rows)} regressions new in this refresh" if new.rows else "no new regressions"
+    return dg.AssetCheckResult(
+        asset_key=REGRESSION_ASSET,
+        check_name=REGRESSION_CHECK,
+        passed=passed,
+        severity=dg.AssetCheckSeverity.WARN,
+        description=description,
+        metadata={
+            "new_regressions": len(new.rows),
+            "regressions": dg.MetadataValue.md(regression_watch.markdown(new)),
+            **({"note": new.note} if not new.available else {}),
+        },
+    )
 
 
 def check_results(outcomes: list[checks.CheckOutcome]) -> list[dg.AssetCheckResult]:
@@ -100,7 +135,11 @@ def table_metadata(warehouse: WarehouseResource, published: Published) -> dict[s
                     for name, kind, *_ in columns
                 ]
             )
-            metadata[table] = {"dagster/row_count": rows, "dagster/column_schema": schema, "snapshot": published.snapshot}
+            metadata[table] = {
+                "dagster/row_count": rows,
+                "dagster/column_schema": schema,
+                "snapshot": published.snapshot,
+            }
     return metadata
 
 
@@ -123,10 +162,12 @@ def publish_results(
             dg.AssetCheckResult(asset_key=table, check_name=name, passed=True, metadata={"audited": "nothing new"})
             for name, (table, _) in CHECKS.items()
         )
+        yield regression_result(regression_watch.Regressions(note="nothing new was published"))
         return
     for table, metadata in table_metadata(warehouse, published).items():
         yield dg.MaterializeResult(asset_key=table, metadata={**metadata, **extra.get(table, {})})
     yield from check_results(published.outcomes)
+    yield regression_result(regression_watch.new_in_snapshot(warehouse.lake(), published.snapshot))
 
 
 @dg.multi_asset(specs=_specs(), check_specs=check_specs(), ins={"upstream_snapshots": dg.AssetIn()}, can_subset=False)
