@@ -9,11 +9,10 @@ from pydantic import PrivateAttr
 from liger_warehouse import settings
 from liger_warehouse.analysis.series_pool import SeriesPool
 from liger_warehouse.lake.location import Lake
-from liger_warehouse.settings import DEFAULT_API_BASE, DEFAULT_RAW_BASE, DEFAULT_UPSTREAM
+from liger_warehouse.settings import DEFAULT_UPSTREAM
 from liger_warehouse.store.raw import RawStore
 from liger_warehouse.store.storage import Storage
-from liger_warehouse.upstream.http import HttpPolicy
-from liger_warehouse.upstream.open import UpstreamSettings, open_upstream
+from liger_warehouse.upstream.open import UpstreamSettings, open_upstream, settings_from_env
 from liger_warehouse.upstream.sources import Upstream
 
 
@@ -77,26 +76,14 @@ class AlertResource(dg.ConfigurableResource):
 
 
 class UpstreamResource(dg.ConfigurableResource):
-    """Where upstream is read from: ``github:OWNER/REPO`` (API and raw bases configurable) or a
-    local mirror directory. ``github_token`` is sent when set and never logged."""
+    """Where upstream is read from: ``github:OWNER/REPO`` or a local mirror directory. Everything
+    else about reading it (API and raw bases, token, timeouts, retries, size cap) is a setting
+    (``liger_warehouse.settings``), declared there once and read when the run reads upstream."""
 
     upstream: str = DEFAULT_UPSTREAM
-    api_base: str = DEFAULT_API_BASE
-    raw_base: str = DEFAULT_RAW_BASE
-    github_token: str | None = None
-    timeout_seconds: float = 30.0
-    max_attempts: int = 5
-    backoff_seconds: float = 1.0
-    max_download_mb: int = 256
 
     def settings(self) -> UpstreamSettings:
-        policy = HttpPolicy(
-            timeout=self.timeout_seconds,
-            max_attempts=self.max_attempts,
-            backoff_base=self.backoff_seconds,
-            max_bytes=self.max_download_mb * 1024 * 1024,
-        )
-        return UpstreamSettings(self.upstream, self.api_base, self.raw_base, self.github_token or None, policy=policy)
+        return settings_from_env(self.upstream)
 
     def open(self, state: Storage) -> Upstream:
         return open_upstream(self.settings(), state)
@@ -104,24 +91,16 @@ class UpstreamResource(dg.ConfigurableResource):
 
 @dg.definitions
 def resources() -> dg.Definitions:
-    """Configured from ``liger_warehouse.settings`` when the definitions load; a run's config
-    (the CLI's ``--warehouse`` and ``--upstream``) overrides them. The token stays an
-    ``EnvVar``, so the UI shows the variable, never its value."""
+    """Where the warehouse and upstream are, from ``liger_warehouse.settings`` when the
+    definitions load; a run's config (the CLI's ``--warehouse``, ``--catalog``, ``--data`` and
+    ``--upstream``) overrides them. Every other setting is read from the settings at run time,
+    so the token is never part of a run's config."""
     s = settings.current()
     return dg.Definitions(
         resources={
             "warehouse": WarehouseResource(root=s.dir, catalog=s.catalog, data=s.data),
             "alerts": AlertResource(webhook=s.alert_webhook),
             "change_points": ChangePointResource(workers=s.change_point_workers or os.cpu_count() or 1),
-            "upstream": UpstreamResource(
-                upstream=s.upstream,
-                api_base=s.github_api,
-                raw_base=s.github_raw,
-                github_token=dg.EnvVar("GITHUB_TOKEN") if s.github_token else None,
-                timeout_seconds=s.timeout_seconds,
-                max_attempts=s.max_attempts,
-                backoff_seconds=s.backoff_seconds,
-                max_download_mb=s.max_download_mb,
-            ),
+            "upstream": UpstreamResource(upstream=s.upstream),
         }
     )

@@ -15,11 +15,11 @@ import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from liger_warehouse.lake.connect import open_lake
 from liger_warehouse.lake.location import Lake
 from tests.reliability.direct import refresh_lake
 from tests.reliability.postgres import Postgres, postgres  # noqa: F401 - the fixture
@@ -43,6 +43,11 @@ def _host(root: Path, mirror: Path, lake: Lake, **env: str) -> subprocess.Popen:
     )
 
 
+def _missing(rows: list[str], of: list[str]) -> list[str]:
+    """``of except all rows``: the rows of ``of`` (as a multiset) that ``rows`` lacks."""
+    return sorted((Counter(of) - Counter(rows)).elements())
+
+
 def _wait_for(paths: list[Path], timeout: float = 120) -> None:
     deadline = time.monotonic() + timeout
     while not all(p.exists() for p in paths):
@@ -54,9 +59,6 @@ def _wait_for(paths: list[Path], timeout: float = 120) -> None:
 def shared_lake(postgres: Postgres, before_mirror: Path, tmp_path: Path) -> Lake:  # noqa: F811
     """A lake on a fresh PostgreSQL database, published once from BEFORE by a first host."""
     lake = Lake.of(str(tmp_path / "host-a"), postgres.new_catalog(), str(tmp_path / "shared-data"))
-    # A writer's connection creates the catalog; test_a_first_refresh_onto_an_empty_database
-    # shows that the refresh itself does.
-    open_lake(lake).close()
     assert refresh_lake(str(tmp_path / "host-a"), str(before_mirror), lake).snapshot is not None
     return lake
 
@@ -100,7 +102,10 @@ def test_two_hosts_refreshing_one_postgres_catalog_lose_and_duplicate_nothing(
     assert_still_there(tmp_path, before, shared_lake)
     assert_current_is_whole(tmp_path, shared_lake)
     now = contents(tmp_path, shared_lake)
-    assert duplicates(now["fact_result"]) == []
+    for table in ("fact_result", "fact_revision_member"):
+        assert duplicates(now[table]) == [], f"{table} holds a row twice"
+        assert _missing(now[table], one_writer[table]) == [], f"{table} lacks rows one writer publishes"
+        assert _missing(one_writer[table], now[table]) == [], f"{table} holds rows one writer does not publish"
     assert now == one_writer
     # The loser's next refresh finds nothing new: the lake stays as it is.
     after = published(tmp_path, shared_lake)
