@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from liger_warehouse.runtime.warehouse_status import upstream_as_published
-from liger_warehouse.store.generations import GenerationStore
+from liger_warehouse.lake.connect import latest_snapshot, read_lake
+from liger_warehouse.lake.location import Lake
+from liger_warehouse.runtime.warehouse_status import held_golden, read_revisions, upstream_as_published
 from liger_warehouse.store.storage import Storage
 from liger_warehouse.upstream.open import UpstreamSettings, open_upstream
 from tests.conftest import refresh
@@ -64,12 +65,12 @@ def test_nothing_to_do_exactly_when_the_job_publishes_nothing(built, change: str
     shutil.copytree(warehouse, root)
     if CHANGES[change]:
         CHANGES[change](changed_mirror)
-    gens = GenerationStore(Storage(root))
-    gen = gens.current()
+    lake = Lake.of(str(root))
+    before = latest_snapshot(lake)
     listing = open_upstream(UpstreamSettings(upstream=str(changed_mirror)), Storage(tmp_path / "state")).list()
-    revisions = gens.read_table(gen, "dim_upstream_revision", ["revision_digest", "is_upstream"])
-    nothing_to_do = upstream_as_published(revisions, gens.read_table(gen, "golden_commit"), listing)
+    with read_lake(lake) as con:
+        nothing_to_do = upstream_as_published(read_revisions(con), held_golden(con), listing)
 
     assert refresh(root, upstream=str(changed_mirror)).result.success
-    assert nothing_to_do == (gens.current_id() == gen.id)
+    assert nothing_to_do == (latest_snapshot(lake) == before)
     assert nothing_to_do == (change == "nothing")

@@ -187,7 +187,9 @@ def open_reader(lake: Lake, as_of: str | None = None, allow_read: Sequence[Path]
 
 def _snapshots_held(lake: Lake) -> str:
     with read_lake(lake) as con:
-        first, last = con.execute(f"select min(snapshot_id), max(snapshot_id) from ducklake_snapshots('{ALIAS}')").fetchone()
+        first, last = con.execute(
+            f"select min(snapshot_id), max(snapshot_id) from ducklake_snapshots('{ALIAS}')"
+        ).fetchone()
     return f"the lake holds snapshots {first} to {last} (`liger-warehouse status` lists them)"
 
 

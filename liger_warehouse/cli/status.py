@@ -15,6 +15,7 @@ from rich.table import Table
 from liger_warehouse.cli.app import CatalogOpt, DataOpt, UpstreamOpt, WarehouseOpt, app, console, warehouse_root
 from liger_warehouse.cli.output import stdout_console
 from liger_warehouse.cli.warehouse import tried_once
+from liger_warehouse.lake.connect import read_lake
 from liger_warehouse.lake.location import ALIAS, Lake, NoWarehouse, configured
 from liger_warehouse.store.storage import Storage
 
@@ -81,8 +82,6 @@ def status(
 
 def _published(lake: Lake) -> duckdb.DuckDBPyConnection:
     """A reader of the newest snapshot; exits, status 1, when no refresh has published one."""
-    from liger_warehouse.lake.connect import read_lake
-
     try:
         con = read_lake(lake)
     except NoWarehouse:
@@ -96,7 +95,7 @@ def _published(lake: Lake) -> duckdb.DuckDBPyConnection:
     return con
 
 
-def did(summary: str | None) -> str:
+def _did(summary: str | None) -> str:
     """What one snapshot's refresh or import did, in a few words, from its commit's summary."""
     if not summary:
         return ""
@@ -124,7 +123,7 @@ def _snapshots_table(con: duckdb.DuckDBPyConnection) -> Table:
     for snapshot, at, message, summary, changes, _ in rows:
         # A snapshot committed without a summary (the catalog's creation, DuckLake's own
         # maintenance) is described by the kinds of change DuckLake recorded.
-        table.add_row(str(snapshot), at, message or "", did(summary) or ", ".join(changes).replace("_", " "))
+        table.add_row(str(snapshot), at, message or "", _did(summary) or ", ".join(changes).replace("_", " "))
     if rows and rows[0][-1] > len(rows):
         table.caption = f"{rows[0][-1] - len(rows)} older: select * from ducklake_snapshots('{ALIAS}')"
     return table

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import json
 import logging
 import re
 import time
@@ -31,6 +32,7 @@ from liger_warehouse.cli.app import (
     warehouse_root,
 )
 from liger_warehouse.cli.instance import dagster_instance
+from liger_warehouse.lake.connect import latest_snapshot, read_lake
 from liger_warehouse.lake.location import ALIAS, Lake, configured
 from liger_warehouse.runtime import progress
 from liger_warehouse.store.storage import Storage
@@ -116,7 +118,6 @@ def _listing_as_published(lake: Lake, storage: Storage, upstream: str | None) ->
     The listing is tried once, with a short timeout: on any doubt (nothing published, a listing
     that fails) the job runs, and it retries and reports as usual.
     """
-    from liger_warehouse.lake.connect import read_lake
     from liger_warehouse.lake.objects import sql_current
     from liger_warehouse.runtime.warehouse_status import held_golden, read_revisions, upstream_as_published
     from liger_warehouse.upstream.open import open_upstream
@@ -255,8 +256,8 @@ def _print_refresh(lake: Lake, result, warnings: list[str], seconds: float) -> d
     if not result.success:
         _print_failure(result, seconds)
         return {}
-    snapshot = published_snapshot(result)
-    summary = {} if snapshot is None else snapshot_summary(lake, snapshot)
+    snapshot = _published_snapshot(result)
+    summary = {} if snapshot is None else _snapshot_summary(lake, snapshot)
     if snapshot is None:
         _say_nothing_new(lake, seconds)
     else:
@@ -269,7 +270,7 @@ def _print_refresh(lake: Lake, result, warnings: list[str], seconds: float) -> d
 def _print_failure(result, seconds: float) -> None:
     failures = [e for e in result.all_events if e.is_step_failure]
     causes = [root_cause(e.event_specific_data.error) for e in failures]
-    conflict = [why for cls, why in causes if cls == CONFLICT]
+    conflict = [why.removeprefix(f"{CONFLICT}: ") for cls, why in causes if cls == CONFLICT]
     if conflict:  # one line: the other refresh's snapshot is the lake's now, and nothing is to be done
         print_one_line(conflict[0])
         return
@@ -279,7 +280,7 @@ def _print_failure(result, seconds: float) -> None:
     print_error(what or "the refresh run failed", OFFLINE_HINT if offline else f"{unchanged}; {DEBUG_HINT}")
 
 
-def published_snapshot(result) -> int | None:
+def _published_snapshot(result) -> int | None:
     """The lake snapshot the run committed, from its materialization of ``PUBLISHED_ASSET``."""
     for event in result.get_asset_materialization_events():
         if event.asset_key.path == [PUBLISHED_ASSET] and "snapshot" in event.materialization.metadata:
@@ -287,12 +288,8 @@ def published_snapshot(result) -> int | None:
     return None
 
 
-def snapshot_summary(lake: Lake, snapshot: int) -> dict:
+def _snapshot_summary(lake: Lake, snapshot: int) -> dict:
     """The refresh summary ``snapshot`` was committed with (its commit's extra info)."""
-    import json
-
-    from liger_warehouse.lake.connect import read_lake
-
     with read_lake(lake) as con:
         row = con.execute(
             f"select commit_extra_info from ducklake_snapshots('{ALIAS}') where snapshot_id = ?", [snapshot]
@@ -301,8 +298,6 @@ def snapshot_summary(lake: Lake, snapshot: int) -> dict:
 
 
 def _say_nothing_new(lake: Lake, seconds: float) -> None:
-    from liger_warehouse.lake.connect import latest_snapshot
-
     stays = f"snapshot {latest_snapshot(lake)} stays current" if lake.exists() else "nothing is published yet"
     console.print(f"nothing new upstream: {stays} ({seconds:.1f}s)", soft_wrap=True)
 

@@ -48,18 +48,26 @@ def _memory(reader: bool) -> dict[str, str]:
 
 
 def _s3_secret(con: duckdb.DuckDBPyConnection, lake: Lake) -> None:
-    """Credentials and endpoint for an ``s3://`` data path, from the settings."""
+    """Credentials and endpoint for an ``s3://`` data path, from the settings (``AWS_ACCESS_KEY_ID``,
+    ``AWS_SECRET_ACCESS_KEY``, ``AWS_REGION``, ``LIGER_WAREHOUSE_S3_ENDPOINT``)."""
     s = settings.current()
-    options = ["type s3"]
+    options = {}
     if s.aws_access_key_id:
-        options += [f"key_id '{s.aws_access_key_id}'", f"secret '{s.aws_secret_access_key or ''}'"]
+        options |= {"key_id": s.aws_access_key_id, "secret": s.aws_secret_access_key or ""}
     if s.aws_region:
-        options.append(f"region '{s.aws_region}'")
+        options["region"] = s.aws_region
     if s.s3_endpoint:
-        endpoint = s.s3_endpoint.split("://", 1)
-        options += [f"endpoint '{endpoint[-1].rstrip('/')}'", "url_style 'path'"]
-        options.append(f"use_ssl {'true' if endpoint[0] == 'https' else 'false'}")
-    con.execute(f"create or replace secret liger_data ({', '.join(options)})")
+        scheme, _, host = s.s3_endpoint.rpartition("://")
+        options |= {"endpoint": host.rstrip("/"), "url_style": "path", "use_ssl": scheme != "http"}
+    given = "".join(f", {name} {_literal(value)}" for name, value in options.items())
+    con.execute(f"create or replace secret liger_data (type s3{given})")
+
+
+def _literal(value: str | bool) -> str:
+    """A SQL literal: a secret's options take no bound parameters."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    return "'" + value.replace("'", "''") + "'"
 
 
 def open_lake(

@@ -14,8 +14,8 @@ from functools import cache
 
 import vl_convert
 
-from liger_warehouse.report.data import Table
 from liger_warehouse.lake.connect import cache_dir
+from liger_warehouse.report.data import Table
 
 # vega-embed's "open in editor" action would post the spec to a web page: leave it out.
 EMBED_OPTIONS = {"actions": {"export": True, "source": False, "compiled": False, "editor": False}, "renderer": "svg"}

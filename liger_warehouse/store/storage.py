@@ -1,17 +1,14 @@
-"""A warehouse root on a local disk or an object store, with atomic whole-object writes.
+"""A warehouse root on a local disk or an object store (the raw snapshots, exports, reports),
+with atomic whole-object writes.
 
 Every write replaces a whole object at once: locally through a temporary file and
 ``os.replace``; on an object store a PUT is already atomic. Nothing is ever appended to, so a
-killed process leaves at worst an orphaned temporary file, never a half-written object.
-
-On S3 an object can also be written only if it is unchanged since it was read (a conditional
-PUT: ``If-Match`` its ETag, or ``If-None-Match: *`` while it does not exist), which is what
-lets several hosts publish to one root without a shared lock (``GenerationStore.publish``).
+killed process leaves at worst an orphaned temporary file, never a half-written object. The
+lake's own files are DuckLake's (liger_warehouse/lake/).
 """
 
 from __future__ import annotations
 
-import hashlib
 import io
 import os
 import shutil
@@ -24,27 +21,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
 from liger_warehouse.runtime.failpoints import failpoint
-from liger_warehouse.store.objectstore import S3_PROTOCOLS, protocol
 from liger_warehouse.store.objectstore import storage_options as default_storage_options
 
 if TYPE_CHECKING:
     from fsspec import AbstractFileSystem
-
-# Written and conditionally rewritten to learn whether the store honours conditional writes.
-CONDITIONAL_WRITE_PROBE = "state/conditional-write-probe"
-# S3 error codes of a conditional write whose condition did not hold.
-_CONDITION_FAILED = {"PreconditionFailed", "ConditionalRequestConflict"}
-# Roots whose store refused a failing conditional write, probed once per process.
-_honours_conditions: set[str] = set()
-
-
-class WriteConflict(RuntimeError):
-    """A conditional write was refused: the object changed since it was read."""
-
-
-class ConditionalWritesUnsupported(RuntimeError):
-    """The store cannot write an object only if it is unchanged, so nothing was written."""
-
 
 class Storage:
     """Keys are ``/``-separated paths relative to the warehouse root."""
@@ -135,59 +115,6 @@ class Storage:
     def write_text(self, key: str, text: str) -> None:
         self.write_bytes(key, text.encode("utf-8"))
 
-    # -- conditional writes (object stores) ----------------------------------------------
-
-    def read_versioned(self, key: str) -> tuple[bytes | None, str | None]:
-        """``key`` and the version a conditional write names (its ETag); (None, None) if absent.
-
-        The version is read before the bytes: if the object changes in between, a write
-        conditional on that version is refused rather than applied over the newer object."""
-        self._require_conditional_writes()
-        try:
-            version = self.fs.info(self._path(key))["ETag"]
-        except FileNotFoundError:
-            return None, None
-        return self.read_bytes(key), version
-
-    def write_if_unchanged(self, key: str, data: bytes, version: str | None) -> None:
-        """Write ``key`` whole only if it is still at ``version`` (None: only if it does not
-        exist yet); otherwise raise ``WriteConflict`` and write nothing."""
-        self._require_conditional_writes()
-        condition = {"IfMatch": version} if version else {"IfNoneMatch": "*"}
-        try:
-            self.fs.pipe_file(self._path(key), data, **condition)
-        except OSError as exc:  # s3fs turns the 412 into FileExistsError or OSError(EINVAL)
-            if not _condition_failed(exc, version):
-                raise
-            raise WriteConflict(f"{self.uri(key)} changed since it was read") from None
-
-    def probe_conditional_writes(self) -> None:
-        """Raise ``ConditionalWritesUnsupported`` unless the store refuses conditional writes
-        whose condition fails: a wrong ETag (``If-Match``) and an existing object
-        (``If-None-Match: *``). Stores that ignore the headers would let two hosts publish."""
-        self._require_conditional_writes()
-        if self.url in _honours_conditions:
-            return
-        self.write_bytes(CONDITIONAL_WRITE_PROBE, b"probe\n")
-        wrong = '"' + hashlib.md5(b"not the probe", usedforsecurity=False).hexdigest() + '"'
-        for version, header in ((wrong, "If-Match"), (None, "If-None-Match")):
-            try:
-                self.write_if_unchanged(CONDITIONAL_WRITE_PROBE, b"probe\n", version)
-            except WriteConflict:
-                continue
-            raise ConditionalWritesUnsupported(
-                f"{self.url}: the object store applied a PUT whose {header} condition failed, so it "
-                "cannot guarantee that two hosts never both publish; nothing was published. "
-                "Use a store with conditional writes (AWS S3, MinIO, Cloudflare R2)."
-            )
-        _honours_conditions.add(self.url)
-
-    def _require_conditional_writes(self) -> None:
-        if protocol(self.url) not in S3_PROTOCOLS:
-            raise ConditionalWritesUnsupported(
-                f"{self.url}: conditional writes are implemented for S3 only; nothing was published"
-            )
-
     def delete(self, key: str) -> None:
         if self.exists(key):
             self.fs.rm_file(self._path(key))
@@ -203,17 +130,6 @@ class Storage:
 
     def size(self, key: str) -> int:
         return int(self.fs.size(self._path(key)))
-
-
-def _condition_failed(exc: OSError, version: str | None) -> bool:
-    """Whether ``exc`` is the store refusing a conditional write (412, or 409 for a conditional
-    write racing another; If-Match on an object that is gone is a 404)."""
-    if isinstance(exc, FileExistsError):
-        return True
-    if isinstance(exc, FileNotFoundError):
-        return version is not None
-    response = getattr(exc.__cause__, "response", None) or {}
-    return response.get("Error", {}).get("Code") in _CONDITION_FAILED
 
 
 class PendingWrites(Storage):
@@ -250,8 +166,7 @@ class PendingWrites(Storage):
         return len(self.written[key]) if key in self.written else self.base.size(key)
 
     def commit(self) -> None:
-        """Write everything held to the base root, manifests last: a manifest is written only
-        once every part and snapshot it can name is in place."""
-        for key in sorted(self.written, key=lambda k: k.startswith("generations/")):
+        """Write everything held to the base root."""
+        for key in sorted(self.written):
             self.base.write_bytes(key, self.written[key])
         self.written.clear()

@@ -9,7 +9,7 @@ path) and again from the mirror directory. Each file has exactly one expected be
 * ``Rejected``: the file is refused with one error naming the file, the revision and the line;
 * ``Deferred``: nothing is stored for it, the error says why, the next refresh tries again.
 
-Whatever the input, the generation published before is untouched and the audits pass.
+Whatever the input, the snapshot published before is untouched and the audits pass.
 """
 
 from __future__ import annotations
@@ -29,9 +29,9 @@ from tests.reliability.published import (
     Published,
     assert_current_is_whole,
     assert_still_there,
-    gens_of,
     published,
     step_failures,
+    summary,
 )
 from tests.reliability.upstreams import RUNS, add_run, copy_mirror, runs, set_runs
 
@@ -145,7 +145,7 @@ class CorpusRun:
 
     @property
     def db(self) -> Path:
-        return self.root / "liger.duckdb"
+        return self.root / "catalog.sqlite"
 
     def query(self, sql: str, *params) -> list[tuple]:
         with open_views(self.db) as con:
@@ -175,9 +175,8 @@ def _corpus_mirror(before_mirror: Path, dst: Path, files: dict[str, str], golden
 
 def _corpus_run(root: Path, before: Published, done, files: dict[str, str], expect: dict, unsafe) -> CorpusRun:
     assert done.result.success, step_failures(done.result)
-    summary = gens_of(root).current().summary
     failures = done.result.output_for_node("upstream_snapshots").failures
-    return CorpusRun(root, before, files, expect, summary, failures, unsafe)
+    return CorpusRun(root, before, files, expect, summary(root), failures, unsafe)
 
 
 @pytest.fixture(scope="module")
@@ -298,7 +297,7 @@ def test_invalid_golden_commits_keep_the_last_ones(corpus, base_warehouse):
     assert any(
         w.startswith("benchmarks/golden_commits.json: not a golden-commits object") for w in corpus.summary["warnings"]
     )
-    with open_views(base_warehouse / "liger.duckdb") as con:
+    with open_views(base_warehouse / "catalog.sqlite") as con:
         before = con.execute("select * from golden_commit order by all").fetchall()
     assert corpus.query("select * from golden_commit order by all") == before
 

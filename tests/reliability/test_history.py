@@ -19,7 +19,7 @@ DROPPED_RUN = "c1bdc24"
 
 
 def _q(root: Path, sql: str, *params) -> list[tuple]:
-    with open_views(root / "liger.duckdb") as con:
+    with open_views(root / "catalog.sqlite") as con:
         return con.execute(sql, list(params)).fetchall()
 
 

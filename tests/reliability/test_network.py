@@ -29,9 +29,9 @@ from tests.reliability.published import (
     assert_raw_store_sound,
     assert_still_there,
     contents,
-    gens_of,
     published,
     step_failures,
+    summary,
 )
 from tests.reliability.upstreams import CUTEDSL, CUTILE, DATA, commits
 
@@ -268,12 +268,12 @@ def job_runs(base_warehouse, after_mirror, clean_after, tmp_path_factory) -> dic
             done = refresh(root, fake, **JOB_SETTINGS)
             assert done.result.success, step_failures(done.result)
             failures = done.result.output_for_node("upstream_snapshots").failures
-            summary, stored = gens_of(root).current().summary, _stored(root)
+            stored, summarized = _stored(root), summary(root)
             assert_still_there(root, before)
             assert_raw_store_sound(root)
             fake.clear_faults()
             assert refresh(root, fake).result.success
-        run = GroupRun(root, before, targets, failures, summary, stored, contents(root))
+        run = GroupRun(root, before, targets, failures, summarized, stored, contents(root))
         runs.update(dict.fromkeys(group, run))
     return runs
 

@@ -151,7 +151,7 @@ def test_a_failed_refresh_prints_its_summary_once(warehouse: Path, tmp_path: Pat
     with FakeGitHub(before_mirror) as fake:
         fake.inject(re.compile(r".*/commits\?.*"), fg.status(403), times=None)
         ran = run(tmp_path, "refresh", "-w", str(warehouse), **github_env(fake))
-    assert_one_error(ran, "step upstream_snapshots failed: UpstreamError: ", "the published warehouse is unchanged")
+    assert_one_error(ran, "step upstream_snapshots failed: UpstreamError: ", "the published lake is unchanged")
     assert ran.output.count("HTTP 403") == 1, ran.output
     assert published(warehouse) == before
 
@@ -278,7 +278,7 @@ CASES = {
     "tags-say-who-launched": "tests/test_deploy_config.py::test_runs_say_who_launched_them",
     "wheel-install-every-view": "tests/test_wheel_install.py::test_a_wheel_in_a_fresh_venv_builds_every_view",
     "missing-sql-is-an-error": (
-        "tests/test_wheel_install.py::test_a_missing_sql_directory_is_an_error_not_a_database_without_views"
+        "tests/test_wheel_install.py::test_a_missing_sql_directory_is_an_error_not_a_lake_without_views"
     ),
     "no-change-refresh-one-line": "tests/test_cli_warehouse.py::test_refresh_with_nothing_new_says_so_in_one_line",
     "first-publish-not-new": "tests/test_refresh_metadata.py::test_a_refresh_that_ingests_a_regression_warns",

@@ -14,6 +14,8 @@ import pytest
 from typer.testing import CliRunner
 
 from liger_warehouse.cli import app
+from liger_warehouse.lake.connect import read_lake
+from liger_warehouse.lake.location import Lake
 from liger_warehouse.model.revisions import GH_PAGES, RevisionRef
 from liger_warehouse.model.versions import is_valid_run_name
 from liger_warehouse.store.raw import RawStore, SnapshotTooLarge, bounded_gunzip
@@ -24,7 +26,6 @@ from liger_warehouse.upstream.sources import check_path, run_path
 from tests import fake_github as fg
 from tests.conftest import refresh
 from tests.fake_github import FakeGitHub
-from tests.plain_duckdb import open_views
 from tests.reliability.conftest import github_env
 from tests.reliability.published import cli_env, cli_refresh, dagster_home, step_failures
 from tests.reliability.upstreams import DATA, commits
@@ -167,9 +168,13 @@ def _cli(*args: str):
     return CliRunner().invoke(app, list(args), catch_exceptions=True)
 
 
-def _sha(path: Path) -> str:
-    # Not opened: the CLI, run in this process, may still hold it with its own settings.
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+def _sha(root: Path) -> str:
+    """One hash of the lake's catalog and every data file, read as bytes, never opened as a lake."""
+    digest = hashlib.sha256()
+    for path in sorted([root / "catalog.sqlite", *(root / "lake").rglob("*")]):
+        if path.is_file():
+            digest.update(f"{path.relative_to(root)}\0".encode() + path.read_bytes())
+    return digest.hexdigest()
 
 
 def _sql_errors(text: str) -> list[str]:
@@ -180,7 +185,7 @@ def _sql_errors(text: str) -> list[str]:
 def test_cli_parameters_are_bound_not_formatted(value, base_copy):
     """Values that would break out of a quoted literal are just unknown names."""
     w = str(base_copy)
-    before = _sha(base_copy / "liger.duckdb")
+    before = _sha(base_copy)
     for args in (
         ["regressions", "--base", value, "--head", "0.2.1", "--warehouse", w],
         ["regressions", "--base", "0.2.1", "--head", "0.2.1", "--kernel", value, "--warehouse", w],
@@ -191,22 +196,22 @@ def test_cli_parameters_are_bound_not_formatted(value, base_copy):
         result = _cli(*args)
         assert result.exit_code in (1, 2), (args, result.output)
         assert _sql_errors(result.output + repr(result.exception)) == [], (args, result.output)
-    assert _sha(base_copy / "liger.duckdb") == before
+    assert _sha(base_copy) == before
 
 
 def test_the_sql_command_is_read_only(base_copy):
-    before = _sha(base_copy / "liger.duckdb")
+    before = _sha(base_copy)
     result = _cli("sql", "drop view fact_result", "--warehouse", str(base_copy))
     assert result.exit_code != 0
     assert "read-only" in (result.output + repr(result.exception)).lower()
-    assert _sha(base_copy / "liger.duckdb") == before
+    assert _sha(base_copy) == before
 
 
 def test_views_are_built_safely_from_a_root_with_a_quote(before_mirror, tmp_path):
-    """Part URIs are quoted into the view SQL: a root named with a quote must still work."""
+    """The catalog and data paths are quoted into ATTACH: a root named with a quote must still work."""
     root = tmp_path / "it's a warehouse"
     assert refresh(root, upstream=str(before_mirror)).result.success
-    with open_views(root / "liger.duckdb") as con:
+    with read_lake(Lake.of(str(root))) as con:
         assert con.execute("select count(*) from fact_result").fetchone()[0] > 0
 
 
