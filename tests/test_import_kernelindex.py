@@ -271,7 +271,7 @@ def test_a_file_without_a_valid_record_publishes_nothing(copy_of, tmp_path, inst
     assert result.exit_code == 1
     what, hint = _said(result.output)
     assert what.startswith("error: ImportRejected: import:bad: no valid record among 2 (line 1: not JSON")
-    assert hint == "the published warehouse is unchanged; run again with --debug for the trace"
+    assert hint == "the published lake is unchanged; run again with --debug for the trace"
     # Not a byte of the warehouse changed: no catalog row, data file or raw snapshot.
     assert _tree(copy_of) == before
     (run,) = _runs(instance)

@@ -21,7 +21,7 @@ from liger_warehouse.analysis.series_pool import SeriesPool
 from liger_warehouse.audit import checks
 from liger_warehouse.build.ingest import Ingest
 from liger_warehouse.build.row_source import RowSource
-from liger_warehouse.lake.connect import open_lake
+from liger_warehouse.lake.connect import open_lake, writer_turn
 from liger_warehouse.lake.location import ALIAS, Lake
 from liger_warehouse.lake.objects import Created, create_sql_objects, create_tables, sql_current
 from liger_warehouse.model.revisions import UpstreamListing
@@ -76,8 +76,7 @@ def publish(
 
     Raises ``ChecksFailed`` (after ``on_checks`` saw the outcomes) or ``PublishConflict``, having
     committed nothing."""
-    con = open_lake(lake)
-    try:
+    with writer_turn(lake), open_lake(lake) as con:
         con.execute("begin")
         create_tables(con)
         ingest = Ingest(con, raw, now, rows(con) if callable(rows) else rows)
@@ -100,8 +99,6 @@ def publish(
         _commit(con)
         (snapshot,) = con.execute(f"select max(snapshot_id) from ducklake_snapshots('{ALIAS}')").fetchone()
         return Published(summary, snapshot, outcomes, counts, created)
-    finally:
-        con.close()
 
 
 def _commit(con: duckdb.DuckDBPyConnection) -> None:

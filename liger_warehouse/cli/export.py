@@ -199,14 +199,13 @@ def _nothing_to_do(lake: Lake, name: str, data: bytes | None) -> bool:
 
 
 def _run_imports_job(root: str, config: dict) -> None:
-    """Run the ``imports`` job; exit 3 when another writer committed to the lake first."""
-    from liger_warehouse.build.publish import PublishConflict
-
+    """Run the ``imports`` job; exit 1 with one line when it fails, another writer's commit first
+    among the causes."""
     result, _ = run_job("imports", Storage(root), {"kernelindex_import": {"config": config}})
     if not result.success:
-        kind, message = _failure(result)
-        print_error(message, f"the published warehouse is unchanged; {DEBUG_HINT}")
-        raise typer.Exit(3 if kind == PublishConflict.__name__ else 1)
+        _, message = _failure(result)
+        print_error(message, f"the published lake is unchanged; {DEBUG_HINT}")
+        raise typer.Exit(1)
     _print_outcome(result, withdrawn=config.get("withdraw", False))
 
 

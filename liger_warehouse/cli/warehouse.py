@@ -175,11 +175,12 @@ def _run_config(
     storage: Storage, ops: dict | None, upstream: str | None = None, catalog: str | None = None, data: str | None = None
 ) -> dict:
     """The warehouse root travels with the run, so the outputs run that the sensor starts after
-    it writes to the same warehouse; so do ``--upstream``, ``--catalog`` and ``--data``, when
-    given. Dagster's console log is left to --debug: the progress bars and the summary say what
-    happened, once. ``ops``: the ops' own config, if any."""
-    moved = {key: value for key, value in (("catalog", catalog), ("data", data)) if value}
-    resources = {"warehouse": {"config": {"root": storage.url, **moved}}}
+    it writes to the same warehouse; so does its lake (``--catalog`` and ``--data``, else the
+    settings) and ``--upstream``, when given. Dagster's console log is left to --debug: the
+    progress bars and the summary say what happened, once. ``ops``: the ops' own config, if any."""
+    # Resolved here, settings included: a run config replaces the resource's configured values.
+    lake = configured(storage.url, catalog, data)
+    resources = {"warehouse": {"config": {"root": storage.url, "catalog": lake.catalog, "data": lake.data}}}
     if upstream:
         resources["upstream"] = {"config": {"upstream": upstream}}
     level = "DEBUG" if options.debug else "CRITICAL"

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import duckdb
+from filelock import FileLock
 
 from liger_warehouse import settings
 from liger_warehouse.lake import extensions
@@ -103,6 +105,20 @@ def open_lake(
         con.close()
         raise
     return con
+
+
+@contextmanager
+def writer_turn(lake: Lake) -> Iterator[None]:
+    """Writers of a SQLite catalog take turns (a lock file beside it): SQLite refuses a commit
+    while another writer's transaction reads, and DuckDB's SQLite scanner then keeps that
+    refused commit's lock until the process ends. A PostgreSQL catalog orders its writers itself."""
+    file = lake.catalog_file
+    if file is None:
+        yield
+        return
+    file.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(f"{file}.lock"):
+        yield
 
 
 def lock_down(con: duckdb.DuckDBPyConnection, lake: Lake, allow_read: Sequence[Path] = ()) -> None:

@@ -13,6 +13,7 @@ from pathlib import Path
 CATALOG_FILE = "catalog.sqlite"
 DATA_DIR = "lake"
 ALIAS = "liger"
+OBJECT_STORES = ("s3://", "gs://", "az://")
 
 
 class NoWarehouse(FileNotFoundError):
@@ -29,13 +30,24 @@ class Lake:
     @classmethod
     def of(cls, root: str, catalog: str | None = None, data: str | None = None) -> Lake:
         """The lake of warehouse ``root``, unless ``catalog`` or ``data`` move it."""
-        local = not root.startswith(("s3://", "gs://", "az://"))
+        local = not root.startswith(OBJECT_STORES)
         base = str(Path(root).resolve()) if local else root.rstrip("/")
+        if catalog is None and not local:
+            raise ValueError(
+                f"the warehouse root {root} is in an object store, where a SQLite catalog cannot live: "
+                "set LIGER_WAREHOUSE_CATALOG (--catalog) to sqlite:LOCAL_PATH or postgres:…"
+            )
+        if (
+            catalog is not None
+            and catalog.startswith("sqlite:")
+            and catalog.removeprefix("sqlite:").startswith(OBJECT_STORES)
+        ):
+            raise ValueError(f"catalog {catalog}: a SQLite catalog must be a local file (LIGER_WAREHOUSE_CATALOG)")
         catalog = catalog or f"sqlite:{base}/{CATALOG_FILE}"
         data = data or f"{base}/{DATA_DIR}/"
         if catalog.startswith("sqlite:"):
             catalog = "sqlite:" + str(Path(catalog.removeprefix("sqlite:")).expanduser().resolve())
-        if not data.startswith(("s3://", "gs://", "az://")):
+        if not data.startswith(OBJECT_STORES):
             data = str(Path(data).expanduser().resolve()) + "/"
         return cls(catalog, data if data.endswith("/") else data + "/")
 
@@ -50,7 +62,7 @@ class Lake:
 
     @property
     def data_is_local(self) -> bool:
-        return not self.data.startswith(("s3://", "gs://", "az://"))
+        return not self.data.startswith(OBJECT_STORES)
 
     def extensions(self) -> list[str]:
         scanner = {"sqlite": "sqlite_scanner", "postgres": "postgres_scanner"}.get(self.kind)

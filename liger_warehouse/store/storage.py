@@ -26,6 +26,7 @@ from liger_warehouse.store.objectstore import storage_options as default_storage
 if TYPE_CHECKING:
     from fsspec import AbstractFileSystem
 
+
 class Storage:
     """Keys are ``/``-separated paths relative to the warehouse root."""
 

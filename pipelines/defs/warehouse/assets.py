@@ -94,7 +94,7 @@ def regression_result(new: regression_watch.Regressions) -> dg.AssetCheckResult:
         metadata={
             "new_regressions": len(new.rows),
             "regressions": dg.MetadataValue.md(regression_watch.markdown(new)),
-            **({"note": new.note} if not new.available else {}),
+            **({"note": new.note} if not new.available else {"compared": new.compared}),
         },
     )
 
@@ -191,7 +191,7 @@ def lake_tables(
         yield from check_results(exc.outcomes)
         raise dg.Failure(str(exc), allow_retries=False) from None
     except PublishConflict as exc:
-        raise dg.Failure(str(exc), allow_retries=False) from None
+        raise dg.Failure(str(exc), allow_retries=False) from exc
     finally:
         change_points.release()
     summary = published.summary
