@@ -251,8 +251,8 @@ class Scratch:
             self.con.execute(STEPS_UNTIL.format(op="<=" if including else "<", run=run))
         else:
             self.con.execute("create or replace view fact_run_step as select * from run_steps_all")
-        for model in ("fact_series_spread", "fact_series_noise"):
-            self.con.execute(f"create or replace table {model} as {derived_sql(model)}")
+        # fact_series_spread is a view over fact_run_step: only the noise table is derived again.
+        self.con.execute(f"create or replace table fact_series_noise as {derived_sql('fact_series_noise')}")
 
     def close(self) -> None:
         self.con.close()

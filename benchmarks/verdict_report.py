@@ -276,7 +276,7 @@ def section(results: Results, load: float, command: str) -> str:
         "copy (the newest run) one step that is the injected change itself (for a copy of `7644a0f`, a step of "
         "exactly 0 for every untouched series, which makes their noise look smaller); for a pair that is not the "
         "newest, the noise also reads the runs that came after it. Two more readings recompute each series' noise, "
-        "in a scratch copy of `liger.duckdb`: *noise as of the judged run* from the run steps up to and including "
+        "in a scratch copy of the warehouse: *noise as of the judged run* from the run steps up to and including "
         "the judged run (what the nightly refresh that brought that run computed before it judged it; for the "
         "newest run this is the published noise), and *noise from earlier runs only* from the steps before it "
         "(the noise of a run it has never seen). The anchor rules never see the head: their history ends at the "
@@ -355,9 +355,9 @@ def section(results: Results, load: float, command: str) -> str:
         "",
         "### Sensitivity to the constants",
         "",
-        "Each series' noise recomputed from `sql/derived/fact_series_spread.sql` and `fact_series_noise.sql` "
+        "Each series' noise recomputed from `sql/views/fact_series_spread.sql` and `sql/derived/fact_series_noise.sql` "
         "with one constant of "
-        "`verdict_rule()` changed, in a scratch copy of each warehouse's `liger.duckdb` (the injected run stays "
+        "`verdict_rule()` changed, in a scratch copy of each warehouse (the injected run stays "
         "in the history, as in the *new rule* rows above); a `sweep_quantile` row reads the sweep shifts "
         f"against its matching `sweep_scale` (0.6745 for 0.5, 1.6449 for 0.9). {mismatch}",
         "",

@@ -74,8 +74,11 @@ def test_every_reader_takes_the_settings_object(tmp_path):
         assert "secret-value" not in repr(current)
         configured = resources().resources
         assert configured["warehouse"].root == str(tmp_path / "wh")
-        assert (configured["upstream"].upstream, configured["upstream"].max_attempts) == (str(tmp_path), 7)
-        assert "secret-value" not in repr(configured["upstream"].github_token)  # the UI shows the variable
+        assert configured["upstream"].upstream == str(tmp_path)
+        # Everything else about upstream is read from the settings when the run reads upstream,
+        # so the token is never part of the resource's config.
+        assert configured["upstream"].settings().policy.max_attempts == 7
+        assert "secret-value" not in repr(configured["upstream"])
         assert settings_from_env().policy.max_attempts == 7
         assert settings_from_env("elsewhere").upstream == "elsewhere"
         assert cache_dir() == tmp_path / "cache"
@@ -86,7 +89,9 @@ def test_every_reader_takes_the_settings_object(tmp_path):
 def test_the_cli_passes_its_options_as_run_config(tmp_path):
     config = _run_config(Storage(str(tmp_path)), None, "some/mirror")
     assert config["resources"]["upstream"] == {"config": {"upstream": "some/mirror"}}
-    assert config["resources"]["warehouse"] == {"config": {"root": Storage(str(tmp_path)).url}}
+    root = Storage(str(tmp_path)).url
+    lake = {"root": root, "catalog": f"sqlite:{root}/catalog.sqlite", "data": f"{root}/lake/"}
+    assert config["resources"]["warehouse"] == {"config": lake}, "the run writes the lake the settings name"
     assert "upstream" not in _run_config(Storage(str(tmp_path)), None)["resources"]
 
     before = dict(os.environ)

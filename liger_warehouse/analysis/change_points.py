@@ -16,13 +16,12 @@ mean exceeds ``MIN_MAGNITUDE``. Otava's own defaults are window 50 and p-value 0
 shift smaller than what ``regressions`` would call a change is not reported either.
 
 Incremental refresh: ``otava_split.py`` resumes Otava's split step per series; this module
-streams the points, merge-joins them with the prior state and writes the tables. Only the
-series whose gh-pages results changed are streamed (``touched_series``: those of the fact_result
-parts that came or went); the rows of every other series are carried from the published tables,
-which is what analysing them would give, since a series with the same points keeps its rows.
+streams the points, merge-joins them with the prior state and writes the tables, inside the
+publishing transaction. Only the series whose gh-pages results this refresh wrote are streamed
+(``update``'s ``touched``); every other series keeps its rows, which is what analysing it again
+would give, since a series with the same points keeps its rows.
 
-Cost: the points are computed by DuckDB over the generation's Parquet parts with a memory
-limit (``MEMORY_LIMIT``) and a local spill directory, streamed in Arrow batches ordered by
+Cost: the points are computed by DuckDB over the lake's fact_result, streamed in Arrow batches ordered by
 series; the prior state is merge-joined from a second ordered stream. The series go out in
 batches of about ``BATCH_POINTS`` points to worker processes (``series_pool.py``: one per core
 in a refresh, started with the run), each batch analysed one series at a time
@@ -62,8 +61,6 @@ from liger_warehouse.model.tables import SCHEMAS
 
 __all__ = ["Counts", "compute", "compute_with_state", "method", "run_points", "update"]
 
-# DuckDB computes the points; past this much memory its sort spills to a local directory.
-MEMORY_LIMIT = "512MB"
 BATCH_ROWS = 65_536
 
 
@@ -141,7 +138,7 @@ def compute_with_state(
     workers: int = 1,
     batch_points: int = BATCH_POINTS,
 ) -> tuple[pa.Table, pa.Table, Counts]:
-    """``fact_change_point`` and ``change_point_state`` of one generation, resuming each series
+    """``fact_change_point`` and ``change_point_state`` of one history, resuming each series
     from ``state`` (the previous ``change_point_state``) where it can; the series analysed on
     ``workers`` processes, in batches of about ``batch_points`` points (series_pool.py)."""
     with duckdb.connect() as con, series_pool(workers) as pool:
@@ -151,7 +148,7 @@ def compute_with_state(
 
 
 def compute(results: pl.DataFrame, revisions: pl.DataFrame) -> pa.Table:
-    """The whole ``fact_change_point`` table of one generation, from scratch."""
+    """The whole ``fact_change_point`` table of one history, from scratch."""
     return compute_with_state(results, revisions)[0]
 
 

@@ -1,1 +1,1 @@
-"""Checks on a staged generation and the regression watch over a published one."""
+"""The blocking checks of a publish and the regression watch over the snapshot it made."""

@@ -1,1 +1,1 @@
-"""Building a generation: from raw snapshots to staged Parquet parts and dimensions."""
+"""Publishing: raw snapshots ingested into the lake, with change points, derived tables and checks, in one transaction."""

@@ -112,7 +112,7 @@ def quarantine_row(rev: PendingRevision, record: Record, reason: str) -> dict:
 
 def revision_row(rev: PendingRevision, parsed: CsvFile, data: bytes, now: datetime) -> dict:
     """The ``dim_upstream_revision`` row of a normalized revision (head and upstream flags are
-    set when the generation is assembled)."""
+    set when the refresh's rows are written)."""
     ref = rev.ref
     release = split_run_name(ref.run)[1] if ref.run else None
     return {

@@ -3,7 +3,7 @@
 An upstream revision is a CSV file, read by ``UpstreamCsvRows``. A source of another format
 (the kernelindex importer's NDJSON, imports/kernelindex.py) supplies its own ``RowSource``:
 how its file splits into records and what one record says. Everything after that (digests,
-dimension rows, quarantine, the generation's parts) is the builder's and the same for all.
+dimension rows, quarantine, the lake's rows) is the builder's and the same for all.
 """
 
 from __future__ import annotations

@@ -27,12 +27,12 @@ DESCRIPTIONS = {
     "quarantined_row": "Upstream rows that failed validation, with the reason, revision and line.",
     "golden_commit": "The reference gh-pages run per kernel, as upstream's golden_commits.json keeps it.",
     "fact_change_point": "Change points in each series' gh-pages run history (Apache Otava e-divisive): "
-    "the run where the level shifted, with the medians before and after. Derived from the "
-    "staged generation by the fact_change_point asset, not ingested.",
+    "the run where the level shifted, with the medians before and after. Computed at publish, "
+    "in the publishing transaction, not ingested.",
     "change_point_state": "Where the change point detection of each series stands, so the next "
     "refresh resumes it instead of starting over: the points analyzed, a digest of them, where "
     "Otava's sliding windows resume and the weak change points of the windows already complete. "
-    "Derived with fact_change_point, not ingested.",
+    "Computed with fact_change_point, not ingested.",
 }
 
 COLUMN_DESCRIPTIONS: dict[str, dict[str, str]] = {

@@ -1,1 +1,1 @@
-"""Where the warehouse keeps its bytes: raw snapshots, Parquet parts and generations."""
+"""Where the warehouse keeps its bytes: raw snapshots and compares, exports, reports, digests (the lake is liger_warehouse/lake/)."""

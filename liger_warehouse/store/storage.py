@@ -44,7 +44,7 @@ class Storage:
 
     @cached_property
     def fs(self) -> AbstractFileSystem:
-        """A local root's filesystem, made when first used: a command that only opens liger.duckdb
+        """A local root's filesystem, made when first used: a command that only reads the lake
         never imports fsspec (an object-store root's is made with the root)."""
         from fsspec.implementations.local import LocalFileSystem
 

@@ -52,8 +52,8 @@ class ChangePointResource(dg.ConfigurableResource):
         self.release()
 
     def release(self) -> None:
-        """Stop the workers: they serve the change points only, and the memory they hold would
-        count against every step after it (at 10^7 results, the readers' copies' sort)."""
+        """Stop the workers: they serve the change points only (the publishing step stops them
+        when it ends, and the run's end does, whichever comes first)."""
         if self._pool is not None:
             self._pool.close()
             self._pool = None
