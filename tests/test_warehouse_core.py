@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from liger_warehouse.audit import checks
-from liger_warehouse.model.tables import SCHEMAS
 from tests.conftest import MIRROR, refresh, require_mirror
 from tests.fake_github import FakeGitHub
 from tests.plain_duckdb import open_views

@@ -1,1 +1,2 @@
-"""Publishing: raw snapshots ingested into the lake, with change points, derived tables and checks, in one transaction."""
+"""Publishing: raw snapshots ingested into the lake with change points, derived tables and checks,
+in one transaction."""

@@ -1,1 +1,2 @@
-"""Where the warehouse keeps its bytes: raw snapshots and compares, exports, reports, digests (the lake is liger_warehouse/lake/)."""
+"""Where the warehouse keeps its bytes: raw snapshots and compares, exports, reports and digests
+(the lake is liger_warehouse/lake/)."""
