@@ -1,6 +1,6 @@
 """One refresh's rows written into the lake, from what was normalized: each source's results
 with their sightings and current flags, the change counts, revision members and quarantine, the
-dimensions, the revisions, the golden commits and the summary.
+dimensions, the revisions, the golden commits, the compares of consecutive runs and the summary.
 
 A source's ``fact_result`` rows are replaced only when they changed; every other row stays.
 """
@@ -20,6 +20,21 @@ from liger_warehouse.model.revisions import GH_PAGES, IMPORT, RevisionRef
 from liger_warehouse.model.tables import DIMENSIONS, INGESTED, SCHEMAS
 from liger_warehouse.model.versions import parse_version
 from liger_warehouse.normalize.dimensions import Dimensions
+
+# The versions of every result that stands for a build (`result_build`): all but those of a
+# withdrawn import, whose results are history only. Ranking a withdrawn import's version would
+# shift the rank of every later build.
+STANDING_VERSIONS = """
+select distinct liger_version
+from fact_result
+where source_key not in (
+    select source_key
+    from dim_upstream_revision
+    where source = 'import'
+    group by source_key
+    having not bool_or(is_head)
+)
+"""
 
 
 @dataclass
@@ -120,15 +135,16 @@ class LakeWriter:
     # -- small, whole tables --------------------------------------------------------------
 
     def write_dimensions(self, dims: Dimensions) -> None:
-        """The dimension rows first seen in this refresh, and ``dim_version`` when it grew."""
+        """The dimension rows first seen in this refresh, and ``dim_version`` when its versions
+        changed. Reads ``dim_upstream_revision``: write the revisions first."""
         for table in DIMENSIONS:
             rows = list(dims.new[table].values())
             if rows:
                 self._insert(table, pa.Table.from_pylist(rows, schema=SCHEMAS[table]))
-        versions = self.con.execute("select distinct liger_version from dim_implementation").fetchall()
-        table = _version_table({v for (v,) in versions})
-        (held,) = self.con.execute("select count(*) from dim_version").fetchone()
-        if table.num_rows != held:
+        versions = {v for (v,) in self.con.execute(STANDING_VERSIONS).fetchall()}
+        table = _version_table(versions)
+        held = {v for (v,) in self.con.execute("select liger_version from dim_version").fetchall()}
+        if set(table["liger_version"].to_pylist()) != held:
             self._replace_whole("dim_version", table)
 
     def write_revisions(self, held: dict[str, dict], heads: set[str], listed: dict[str, RevisionRef]) -> None:
@@ -159,6 +175,16 @@ class LakeWriter:
             for kernel, run in sorted((data.get("golden_commits") or {}).items())
         ]
         self._replace_whole("golden_commit", pa.Table.from_pylist(rows, schema=SCHEMAS["golden_commit"]))
+
+    def held_compares(self) -> set[tuple[str, str]]:
+        """The pairs of runs (base, head) whose compare the lake holds."""
+        return set(self.con.execute("select base_run, head_run from fact_run_compare").fetchall())
+
+    def write_compares(self, tables: dict[str, pa.Table]) -> None:
+        """The rows of compares new to the lake, by table: added only, since a compare of two
+        commits never changes."""
+        for table, data in tables.items():
+            self._insert(table, data)
 
     def _replace_whole(self, table: str, data: pa.Table) -> None:
         self.con.execute(f"delete from {table}")

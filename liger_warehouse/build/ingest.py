@@ -3,7 +3,8 @@
 Work follows the new data: only sources (a main-branch path, a gh-pages run or an import) with
 new or changed revisions get their ``fact_result`` rows rewritten. ``Ingest`` runs the steps:
 ``plan.py`` says what is pending, ``normalize_revision.py`` reads each new revision (its records
-through a ``RowSource``, row_source.py), ``assemble.py`` writes the rows.
+through a ``RowSource``, row_source.py), ``assemble.py`` writes the rows. The compares of
+consecutive gh-pages runs the lake lacks come in beside them, from the raw store (compare_rows.py).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import duckdb
 import polars as pl
 
 from liger_warehouse.build.assemble import LakeWriter, Summary, apply_current, apply_sightings
+from liger_warehouse.build.compare_rows import read_compares
 from liger_warehouse.build.normalize_revision import RevisionNormalizer
 from liger_warehouse.build.plan import PendingRevision, Plan
 from liger_warehouse.build.row_source import RowSource, UpstreamCsvRows
@@ -25,6 +27,7 @@ from liger_warehouse.normalize.dimensions import Dimensions
 from liger_warehouse.runtime import progress as watchers
 from liger_warehouse.runtime.failpoints import failpoint
 from liger_warehouse.store.raw import RawStore
+from liger_warehouse.upstream.compare import consecutive_runs
 
 log = logging.getLogger(__name__)
 
@@ -65,10 +68,12 @@ class Ingest:
             self._ingest_source(plan, source_key, pending.pop(source_key, []))
         watchers.report("normalize", self._normalized, self._to_normalize)
         writer = self.writer
-        writer.write_dimensions(self.dims)
         writer.write_revisions(self.revisions, plan.heads(self.revisions), plan.listed)
+        writer.write_dimensions(self.dims)
         writer.write_golden(listing.golden_commits)
-        self.summary.warnings += listing.problems
+        compares, unreadable = read_compares(self.raw, consecutive_runs(listing), writer.held_compares())
+        writer.write_compares(compares)
+        self.summary.warnings += listing.problems + unreadable
         self.summary.warnings += [f"GPU {g!r} is not in the GPU catalog" for g in sorted(self.dims.unknown_gpus)]
         failpoint("staging")
         return writer.changed

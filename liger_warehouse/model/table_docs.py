@@ -16,7 +16,8 @@ DESCRIPTIONS = {
     "architecture from the GPU catalog (nulls for GPUs the catalog does not know).",
     "dim_implementation": "Whose kernel: provider, Liger version and Liger backend (triton, cutedsl, cutile; "
     "null for a baseline such as torch).",
-    "dim_version": "Every Liger version seen, with its semantic rank (1 = oldest).",
+    "dim_version": "Every Liger version a result shows, but for a withdrawn import's, with its semantic rank "
+    "(1 = oldest).",
     "dim_upstream_revision": "One row per upstream revision ingested: a main-branch commit of a CSV "
     "path or a gh-pages run, with its content digest, row counts and whether upstream still lists it.",
     "fact_result": "One row per result ever published: one distinct row text within one source "
@@ -26,6 +27,13 @@ DESCRIPTIONS = {
     "between records, so every upstream file can be rebuilt byte for byte.",
     "quarantined_row": "Upstream rows that failed validation, with the reason, revision and line.",
     "golden_commit": "The reference gh-pages run per kernel, as upstream's golden_commits.json keeps it.",
+    "fact_run_compare": "One row per pair of consecutive gh-pages runs (upload order) whose GitHub compare "
+    "the raw store holds: the two runs and commits, status (ahead, behind, diverged, identical), ahead_by, "
+    "behind_by, the commit dates of base, head and merge base. Ingested once: a compare never changes.",
+    "fact_compare_commit": "One row per commit of a compare of consecutive gh-pages runs (position 0 = "
+    "oldest): sha, title, the pull request its title names, author, committer date, message and URL.",
+    "fact_compare_file": "One row per file a compare of consecutive gh-pages runs changed (between the "
+    "merge base and the head run): filename, status, additions, deletions, changes.",
     "fact_change_point": "Change points in each series' gh-pages run history (Apache Otava e-divisive): "
     "the run where the level shifted, with the medians before and after. Computed at publish, "
     "in the publishing transaction, not ingested.",
@@ -56,6 +64,14 @@ COLUMN_DESCRIPTIONS: dict[str, dict[str, str]] = {
         "last_revision_digest": "-> dim_upstream_revision: the newest revision that showed this row.",
         "is_current": "True when the newest revision of its source that upstream still lists shows it.",
         "row_text": "The upstream CSV row, byte for byte.",
+    },
+    "fact_run_compare": {
+        "base_run": "The gh-pages run uploaded first, as upstream names it (e.g. 81f932a-v0.6.5).",
+        "head_run": "The gh-pages run uploaded right after it.",
+        "status": "GitHub's: ahead (head is newer code), behind (head benchmarked older code: a "
+        "re-benchmark), diverged, identical.",
+        "head_committed_at": "The head commit's committer date (UTC): the last commit for ahead or "
+        "diverged, the merge base for behind, the base for identical.",
     },
 }
 

@@ -166,6 +166,47 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("content_digest", DIGEST),
         ]
     ),
+    "fact_run_compare": pa.schema(
+        [
+            ("base_run", pa.string()),
+            ("head_run", pa.string()),
+            ("base_commit", pa.string()),
+            ("head_commit", pa.string()),
+            ("status", pa.string()),
+            ("ahead_by", pa.int32()),
+            ("behind_by", pa.int32()),
+            ("total_commits", pa.int32()),
+            ("base_committed_at", TS),
+            ("head_committed_at", TS),
+            ("merge_base_commit", pa.string()),
+            ("merge_base_committed_at", TS),
+        ]
+    ),
+    "fact_compare_commit": pa.schema(
+        [
+            ("base_run", pa.string()),
+            ("head_run", pa.string()),
+            ("position", pa.int32()),
+            ("sha", pa.string()),
+            ("title", pa.string()),
+            ("pr_number", pa.int32()),
+            ("author", pa.string()),
+            ("committed_at", TS),
+            ("message", pa.string()),
+            ("html_url", pa.string()),
+        ]
+    ),
+    "fact_compare_file": pa.schema(
+        [
+            ("base_run", pa.string()),
+            ("head_run", pa.string()),
+            ("filename", pa.string()),
+            ("status", pa.string()),
+            ("additions", pa.int32()),
+            ("deletions", pa.int32()),
+            ("changes", pa.int32()),
+        ]
+    ),
     "fact_change_point": pa.schema(
         [
             ("series_digest", DIGEST),
@@ -201,6 +242,8 @@ DIMENSIONS = ("dim_protocol", "dim_workload", "dim_environment", "dim_implementa
 DIGEST_COLUMN = {name: name.removeprefix("dim_") + "_digest" for name in DIMENSIONS}
 DIGEST_COLUMN["dim_upstream_revision"] = "revision_digest"
 TABLES = tuple(SCHEMAS)
+# GitHub's compares of consecutive gh-pages runs, from the raw store (build/compare_rows.py).
+COMPARE_TABLES = ("fact_run_compare", "fact_compare_commit", "fact_compare_file")
 # Written by the change point detection (analysis/change_points.py).
 CHANGE_POINT_TABLES = ("fact_change_point", "change_point_state")
 INGESTED = tuple(t for t in SCHEMAS if t not in CHANGE_POINT_TABLES)

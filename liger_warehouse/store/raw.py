@@ -81,20 +81,21 @@ class RawStore:
         return json.loads(self.storage.read_text(key))["content_digest"]
 
     @staticmethod
-    def _compare_key(pair: str) -> str:
+    def compare_key(pair: str) -> str:
+        """Where the compare of ``pair`` is kept (what a warning about it names)."""
         return f"raw/compare/{pair}.json.gz"
 
     def has_compare(self, pair: str) -> bool:
         """Whether the compare of ``pair`` (``<base>...<head>``) is stored."""
-        return self.storage.exists(self._compare_key(pair))
+        return self.storage.exists(self.compare_key(pair))
 
     def put_compare(self, pair: str, data: bytes) -> None:
         """Keep the compare of ``pair`` for good: a compare of two commits never changes."""
-        self.storage.write_bytes(self._compare_key(pair), gzip.compress(data, compresslevel=6, mtime=0))
+        self.storage.write_bytes(self.compare_key(pair), gzip.compress(data, compresslevel=6, mtime=0))
 
     def get_compare(self, pair: str) -> bytes | None:
         """The stored compare of ``pair``, or None when it was never had."""
-        key = self._compare_key(pair)
+        key = self.compare_key(pair)
         if not self.storage.exists(key):
             return None
         return bounded_gunzip(self.storage.read_bytes(key), self.max_bytes, key)

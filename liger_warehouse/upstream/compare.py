@@ -53,10 +53,15 @@ def run_pair(base_run: str, head_run: str) -> RunPair:
     return RunPair(split_run_name(base_run)[0], split_run_name(head_run)[0])
 
 
-def run_pairs(listing: UpstreamListing) -> list[RunPair]:
-    """Each gh-pages run with the run uploaded before it, oldest first."""
+def consecutive_runs(listing: UpstreamListing) -> list[tuple[str, str]]:
+    """Each gh-pages run's name with the name of the run uploaded before it, oldest first."""
     runs = sorted((r for r in listing.revisions if r.source == GH_PAGES), key=lambda r: r.seq)
-    return [run_pair(base.run or base.commit, head.run or head.commit) for base, head in pairwise(runs)]
+    return [(base.run or base.commit, head.run or head.commit) for base, head in pairwise(runs)]
+
+
+def run_pairs(listing: UpstreamListing) -> list[RunPair]:
+    """Each gh-pages run with the run uploaded before it, oldest first, by their commits."""
+    return [run_pair(base, head) for base, head in consecutive_runs(listing)]
 
 
 def check_compare(body: bytes, what: str) -> bytes:

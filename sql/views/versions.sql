@@ -1,8 +1,11 @@
 -- versions: one row per Liger version, with what the warehouse holds for it. `version_rank` is
 -- semantic release order (0.5.10 after 0.5.9, pre-releases before their release).
 --
+-- The counts are of the results that stand for its builds (`result_build`): a withdrawn
+-- import's results are history only (`results`, `restatements`), and a version only they
+-- showed is not listed (`dim_version`).
 -- `release_runs` are the gh-pages runs upstream named `<commit>-v<version>` for it.
--- reads: dim_upstream_revision, dim_version, results, version_text
+-- reads: dim_upstream_revision, dim_version, result_build, results, version_text
 create or replace view versions as
 with held as (
     select
@@ -15,6 +18,7 @@ with held as (
         min(observed_at) as first_observed,
         max(observed_at) as last_observed
     from results
+    semi join result_build using (result_digest)
     group by liger_version
 ),
 releases as (
