@@ -147,6 +147,7 @@ class Mirror:
 
     sources: dict[str, list[Revision]] = field(default_factory=dict)
     run_order: list[str] = field(default_factory=list)
+    root: Path | None = None  # the folder read: its compare/ files are read where needed
 
     def results(self) -> set[Row]:
         return {row for revisions in self.sources.values() for rev in revisions for row in rev.rows}
@@ -158,7 +159,7 @@ class Mirror:
 @cache
 def read_mirror(mirror: Path) -> Mirror:
     """Read once per test session: the mirror is read-only."""
-    out = Mirror()
+    out = Mirror(root=mirror)
     for stem in STEMS:
         commits_file = mirror / "commits" / f"{stem}.json"
         if not commits_file.is_file():

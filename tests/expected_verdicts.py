@@ -8,6 +8,7 @@ it follows. Changes are natural logs of ratios throughout, as in the document.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import statistics
@@ -35,6 +36,9 @@ PRIOR_STEPS = 10
 SWEEP_QUANTILE = 0.75
 SPEEDUP_Z = 3
 RECENT_RUNS = 5  # a run's recent level: the median of it and the runs before it, this many
+CONFIRM_RUNS = 3  # the runs after a flag's head that confirm it or take it back
+ENVIRONMENT_SHARE = 0.05  # a run is an environment shift when this share of the series judged moved one way
+ENVIRONMENT_KERNELS = 3  # ... from this many kernels at least
 # For normal noise, the q-quantile of |x| is the (1 + q) / 2 normal quantile times the standard
 # deviation: median(|x|) / 0.6745 and q75(|x|) / 1.1503 estimate it.
 MAD_SCALE = NormalDist().inv_cdf(0.75)
@@ -335,6 +339,7 @@ class Noise:
     pooled: bool  # both pools of its kind exist
     residual_noise: float
     sweep_noise: float
+    own_noise: float | None  # median |own change| / MAD_SCALE, with MIN_HISTORY steps or more
 
     @property
     def noise(self) -> float:
@@ -349,11 +354,12 @@ class Noise:
 def series_noise(mirror: Mirror) -> dict[Series, Noise]:
     """Every series of the mirror with its noise."""
     steps = run_steps(mirror)
-    residual_spread, alone = {}, set()
+    residual_spread, own_spread, alone = {}, {}, set()
     sweep_shifts: dict[tuple, dict[tuple[str, str], float]] = defaultdict(dict)
     for series, series_steps in steps.items():
         if series_steps:
             residual_spread[series] = statistics.median(abs(p.residual) for _, p in series_steps) / MAD_SCALE
+            own_spread[series] = statistics.median(abs(p.own) for _, p in series_steps) / MAD_SCALE
         if series_steps and all(p.sweep_size == 1 for _, p in series_steps):
             alone.add(series)
         for pair, p in series_steps:
@@ -388,6 +394,7 @@ def series_noise(mirror: Mirror) -> dict[Series, Noise]:
             pooled=kind_pooled,
             residual_noise=0.0 if series in alone else shrink(history, spread, residual_pool[series.pool]),
             sweep_noise=shrink(sweep_history, shifts, sweep_pool[series.pool]),
+            own_noise=own_spread[series] if history >= MIN_HISTORY else None,
         )
     return out
 
@@ -409,7 +416,8 @@ def verdict(parts: Parts, noise: Noise, unit: str, f: float, threshold: float) -
     direction, and K noise scales out (the sweep's shift or this workload's residual);
     unchanged: a change of max(T, E) ruled out, and either within the threshold on noise that
     stands on history (MIN_HISTORY steps, or one and the pools of its kind) or, with
-    MIN_HISTORY steps, within DOUBT noise scales; else inconclusive."""
+    MIN_HISTORY steps, within DOUBT noise scales (the series' own noise where smaller); else
+    inconclusive."""
     c, a, o, d, r = parts.change, parts.adjusted, parts.own, parts.sweep_own, parts.residual
     beyond = math.log1p(threshold)
     direction = sign(o)
@@ -424,7 +432,8 @@ def verdict(parts: Parts, noise: Noise, unit: str, f: float, threshold: float) -
     ruled_out = abs(o) + CONFIDENCE_Z * noise.noise * f <= math.log1p(max(threshold, EQUIVALENCE))
     enough = noise.history >= MIN_HISTORY
     within = abs(o) <= beyond and (enough or (noise.history >= 1 and noise.pooled))
-    if ruled_out and (within or (enough and abs(o) < DOUBT * noise.noise * f)):
+    doubt_noise = noise.noise if noise.own_noise is None else min(noise.noise, noise.own_noise)
+    if ruled_out and (within or (enough and abs(o) < DOUBT * doubt_noise * f)):
         return "unchanged"
     return "inconclusive"
 
@@ -442,19 +451,39 @@ class Judged:
     noise: float  # scaled for the runs on each side
     z: float | None
     detectable_change: float
+    environment_change: float | None
     history: int
     verdict: str
 
 
-def compare(mirror: Mirror, base: Side, head: Side, threshold: float = THRESHOLD) -> dict[Series, Judged]:
-    """series -> its comparison row, for every series on both sides."""
+def compare(
+    mirror: Mirror,
+    base: Side,
+    head: Side,
+    threshold: float = THRESHOLD,
+    ends: tuple[str | None, str | None] = (None, None),
+) -> dict[Series, Judged]:
+    """series -> its comparison row, for every series on both sides; ``ends`` are the runs that end
+    each side (a build's newest run), between which environment shifts are read."""
     noise = series_noise(mirror)
-    return {s: judged(s, parts, noise[s], base[s], head[s], threshold) for s, parts in decompose(base, head).items()}
+    shifted = environment_between(mirror, *ends)
+    return {
+        s: judged(s, parts, noise[s], base[s], head[s], threshold, shifted.get(s))
+        for s, parts in decompose(base, head).items()
+    }
 
 
-def judged(series: Series, parts: Parts, noise: Noise, base: Point, head: Point, threshold: float) -> Judged:
+def judged(
+    series: Series, parts: Parts, noise: Noise, base: Point, head: Point, threshold: float, environment: float | None
+) -> Judged:
     f = noise_scale(base, head)
     scaled = noise.noise * f
+    rule = verdict(parts, noise, series.unit, f, threshold)
+    explained = (
+        environment is not None
+        and sign(environment) == sign(parts.own)
+        and abs(parts.own - environment) <= max(math.log1p(threshold), SIGNIFICANCE * scaled)
+    )
     return Judged(
         base=base,
         head=head,
@@ -465,9 +494,119 @@ def judged(series: Series, parts: Parts, noise: Noise, base: Point, head: Point,
         noise=scaled,
         z=parts.own / scaled if scaled else None,
         detectable_change=noise.detectable_change,
+        environment_change=None if environment is None else math.expm1(environment),
         history=noise.history,
-        verdict=verdict(parts, noise, series.unit, f, threshold),
+        verdict="environment" if rule in ("regression", "improvement") and explained else rule,
     )
+
+
+# --- Environment shifts ----------------------------------------------------------------------
+
+# A file belongs to kernels by its stem when it lies directly in one of these folders.
+KERNEL_FOLDERS = {
+    "src/liger_kernel/ops",
+    "src/liger_kernel/transformers",
+    "src/liger_kernel/chunked_loss",
+    "benchmark/scripts",
+}
+# The modules a kernel is built on, where their names differ from its own (the README's table).
+BUILT_ON = {
+    "distill_jsd_loss": {"jsd_loss", "fused_linear_distillation"},
+    "distill_cosine_loss": {"cosine_similarity_loss", "fused_linear_distillation"},
+    "dpo_loss": {"fused_linear_preference"},
+    "kto_loss": {"fused_linear_unpaired_preference"},
+    "fused_linear_cpo_loss": {"cpo_loss", "fused_linear_preference"},
+    "fused_linear_simpo_loss": {"simpo_loss", "cpo_loss", "fused_linear_preference"},
+    "fused_linear_grpo_loss_sequence": {"grpo_loss", "fused_linear_ppo"},
+    "fused_linear_grpo_loss_token": {"grpo_loss", "fused_linear_ppo"},
+    "fused_linear_cross_entropy": {"cross_entropy"},
+    "fused_linear_jsd": {"jsd"},
+    "tiled_geglu": {"tiled_mlp", "geglu"},
+    "tiled_swiglu": {"tiled_mlp", "swiglu"},
+    "sparse_multi_token_attention": {"multi_token_attention", "sparsemax"},
+}
+
+
+def kernel_stems(kernel: str) -> set[str]:
+    """The file stems of a kernel: its own name (a dyt_beta=… kernel is dyt), utils, what it is built on."""
+    return {re.sub(r"_beta=(True|False)$", "", kernel), "utils", *BUILT_ON.get(kernel, ())}
+
+
+def file_stem(filename: str) -> str | None:
+    folder, _, name = filename.rpartition("/")
+    return name[: -len(".py")].removeprefix("benchmark_") if folder in KERNEL_FOLDERS and name.endswith(".py") else None
+
+
+def compare_file(mirror: Mirror, base_run: str, head_run: str) -> dict | None:
+    path = (
+        mirror.root / "compare" / f"{base_run.split('-v')[0]}...{head_run.split('-v')[0]}.json" if mirror.root else None
+    )
+    return json.loads(path.read_text()) if path and path.is_file() else None
+
+
+@cache
+def environment_evidence(mirror: Mirror) -> dict[str, dict[Series, tuple[float, str | None]]]:
+    """run -> Liger timing series -> (own change, 'slower' | 'faster' | None) of each step from
+    the run uploaded before, where that step's compare is held, goes forward and touches no file
+    of the series' kernel."""
+    noise, step_parts, histories = series_noise(mirror), run_step_parts(mirror), run_histories(mirror)
+    out = {}
+    for base, head in pairwise(mirror.run_order):
+        data = compare_file(mirror, base, head)
+        if data is None or data["behind_by"] > 0:
+            continue
+        stems = {file_stem(f["filename"]) for f in data.get("files", [])} - {None}
+        evidence = {}
+        for series, parts in step_parts.get((base, head), {}).items():
+            history = histories[series]
+            consecutive = head in history and history.index(head) > 0 and history[history.index(head) - 1] == base
+            if not (consecutive and series.provider.startswith("liger") and series.metric == "speed"):
+                continue
+            if kernel_stems(series.kernel) & stems:
+                continue
+            o = parts.own
+            moved = (
+                abs(o) > math.log1p(THRESHOLD)
+                and abs(o) >= SIGNIFICANCE * noise[series].noise
+                and sign(parts.change) == sign(o)
+            )
+            evidence[series] = (o, ("slower" if o > 0 else "faster") if moved else None)
+        out[head] = evidence
+    return out
+
+
+@cache
+def environment_shifts(mirror: Mirror) -> dict[str, str]:
+    """run -> direction of each environment shift: the series that moved one way are
+    ENVIRONMENT_SHARE of those judged, from ENVIRONMENT_KERNELS kernels or more."""
+    out = {}
+    for run, evidence in environment_evidence(mirror).items():
+        ways = Counter(way for _, way in evidence.values() if way)
+        direction = "slower" if ways["slower"] >= ways["faster"] else "faster"
+        kernels = {s.kernel for s, (_, way) in evidence.items() if way == direction}
+        if (
+            ways[direction]
+            and ways[direction] >= ENVIRONMENT_SHARE * len(evidence)
+            and len(kernels) >= ENVIRONMENT_KERNELS
+        ):
+            out[run] = direction
+    return out
+
+
+def environment_between(mirror: Mirror, base_run: str | None, head_run: str | None) -> dict[Series, float]:
+    """series -> what it moved in the environment shifts between two runs (its own change in each
+    shift it was judged at), signed from base to head; empty without both runs."""
+    if base_run is None or head_run is None:
+        return {}
+    place = {run: i for i, run in enumerate(mirror.run_order)}
+    low, high = sorted((place[base_run], place[head_run]))
+    direction = 1 if place[head_run] >= place[base_run] else -1
+    out: dict[Series, float] = defaultdict(float)
+    for run in environment_shifts(mirror):
+        if low < place[run] <= high:
+            for series, (own, _) in environment_evidence(mirror)[run].items():
+                out[series] += direction * own
+    return dict(out)
 
 
 # --- What the views and macros answer ---------------------------------------------------------
@@ -493,26 +632,49 @@ def recent_points(mirror: Mirror) -> dict[str, Side]:
 
 def compare_recent(mirror: Mirror, base: str, head: str, threshold: float = THRESHOLD) -> dict[Series, Judged]:
     """The head run judged against the base run's recent level."""
-    head_points = run_points(mirror)[run_named(mirror, head)]
-    return compare(mirror, recent_points(mirror)[run_named(mirror, base)], head_points, threshold)
+    base, head = run_named(mirror, base), run_named(mirror, head)
+    return compare(mirror, recent_points(mirror)[base], run_points(mirror)[head], threshold, (base, head))
 
 
 def compare_runs(
     mirror: Mirror, base: str, head: str, threshold: float = THRESHOLD, recent_level: bool = True
 ) -> dict[Series, Judged]:
-    """The head run judged against the base run; a regression, improvement or change stands
-    only when the head is not unchanged against the base run's recent level (unless
-    ``recent_level`` is off: the base run alone)."""
-    points = run_points(mirror)
-    rows = compare(mirror, points[run_named(mirror, base)], points[run_named(mirror, head)], threshold)
+    """The head run judged against the base run and the base run's recent level: a regression,
+    improvement or change stands only when both say so; when the recent level says unchanged so
+    does the verdict, else it is inconclusive (with ``recent_level`` off: the base run alone)."""
+    points, ends = run_points(mirror), (run_named(mirror, base), run_named(mirror, head))
+    rows = compare(mirror, points[ends[0]], points[ends[1]], threshold, ends)
     if not recent_level:
         return rows
     recent = compare_recent(mirror, base, head, threshold)
     flagged = {s for s, row in rows.items() if row.verdict not in ("unchanged", "inconclusive")}
-    return {
-        s: replace(row, verdict="unchanged") if s in flagged and recent[s].verdict == "unchanged" else row
+    agreed = {
+        s: row.verdict
+        if s not in flagged or recent[s].verdict == row.verdict
+        else ("unchanged" if recent[s].verdict == "unchanged" else "inconclusive")
         for s, row in rows.items()
     }
+    return {s: replace(row, verdict=agreed[s]) for s, row in rows.items()}
+
+
+def confirmation(mirror: Mirror, head: str, flags: dict[Series, tuple[float, float]]) -> dict[Series, tuple]:
+    """series -> (later runs, how many agree, 'suspected' | 'confirmed' | 'retracted') for each
+    flag, given as series -> (the base side's p50, the adjusted change): the first CONFIRM_RUNS
+    runs after ``head`` that hold the series agree when their p50 lies beyond the threshold from
+    the base side in the direction of the change."""
+    rows, order = run_rows(mirror), mirror.run_order
+    after = order[order.index(run_named(mirror, head)) + 1 :]
+    out = {}
+    for series, (level, change) in flags.items():
+        held = [rows[r][series].quantiles()[1] for r in after if series in rows[r]]
+        later = [p for p in held[:CONFIRM_RUNS] if p > 0]  # the next runs holding it, as later_points
+        agree = sum(
+            abs(math.log(p / level)) > math.log1p(THRESHOLD) and sign(math.log(p / level)) == sign(change)
+            for p in later
+        )
+        state = "suspected" if not later else "confirmed" if 2 * agree > len(later) else "retracted"
+        out[series] = (len(later), agree, state)
+    return out
 
 
 def release_named(name: str) -> str:
@@ -522,8 +684,8 @@ def release_named(name: str) -> str:
 
 
 def compare_builds(mirror: Mirror, base: str, head: str, threshold: float = THRESHOLD) -> dict[Series, Judged]:
-    points = build_points(mirror)
-    return compare(mirror, points[base], points[head], threshold)
+    points, newest = build_points(mirror), {b.label: b.runs[-1] if b.runs else None for b in builds(mirror)}
+    return compare(mirror, points[base], points[head], threshold, (newest[base], newest[head]))
 
 
 def compare_versions(

@@ -75,13 +75,14 @@ def test_the_figures_in_the_prose(full_mirror_warehouse):
 
         counted = re.search(
             r"Of the ([\d,]+) H100 series in both releases .*?, ([\d,]+) are regressions \(([\d,]+) of them "
-            r"Liger's\), ([\d,]+) improvements, ([\d,]+) unchanged and ([\d,]+) inconclusive",
+            r"Liger's\), ([\d,]+) environment .*?, ([\d,]+) improvements, ([\d,]+) unchanged and ([\d,]+) inconclusive",
             text,
         )
         assert counted, "the 0.6.3 -> 0.7.0 H100 counts are not where the test looks for them"
         want = con.execute(
             "select count(*), count(*) filter (where verdict = 'regression'), "
             "count(*) filter (where verdict = 'regression' and starts_with(provider, 'liger')), "
+            "count(*) filter (where verdict = 'environment'), "
             "count(*) filter (where verdict = 'improvement'), count(*) filter (where verdict = 'unchanged'), "
             "count(*) filter (where verdict = 'inconclusive') "
             "from compare_versions('0.6.3', '0.7.0') where gpu like '%H100%'"

@@ -20,7 +20,16 @@ from tests.conftest import refresh, series_keys, tier
 from tests.plain_duckdb import open_views
 from tests.tiny_mirror import row, write_mirror
 
-EVIDENCE = ("change", "drift", "adjusted_change", "sweep_change", "noise", "z", "detectable_change")
+EVIDENCE = (
+    "change",
+    "drift",
+    "adjusted_change",
+    "sweep_change",
+    "noise",
+    "z",
+    "detectable_change",
+    "environment_change",
+)
 
 
 def _query(db: Path, sql: str, params: object = None) -> list[dict]:
@@ -225,6 +234,24 @@ def test_compare_runs_follows_the_rule(request, tier_name, base, head):
     want = {s: comparison_row(j) | recent_evidence(recent[s]) for s, j in ev.compare_runs(mirror, base, head).items()}
     assert len(want) == 2484
     assert_agree(got, want)
+
+
+def test_flags_are_confirmed_or_taken_back_by_later_runs(request):
+    """`confirmed_by` of the `later_runs` after the head agree with a flag; none yet: suspected."""
+    db, mirror, warehouse_series = tier(request, "cut")
+    base, head = "4444fdf", "7656bcb"
+    got = _comparison(db, warehouse_series, f"select * from compare_runs('{base}', '{head}')")
+    flags = {
+        s: (r["recent_p50"], r["adjusted_change"])
+        for s, r in got.items()
+        if r["verdict"] in ("regression", "improvement")
+    }
+    want = ev.confirmation(mirror, head, flags)
+    assert {state for _, _, state in want.values()} >= {"confirmed"}
+    assert {s: (r["later_runs"], r["confirmed_by"], r["confirmation"]) for s, r in got.items() if s in flags} == want
+    assert all(r["confirmation"] is None for s, r in got.items() if s not in flags)
+    newest = _comparison(db, warehouse_series, "select * from compare_runs('previous', 'latest')")
+    assert {r["confirmation"] for r in newest.values() if r["verdict"] == "regression"} <= {"suspected"}
 
 
 def test_compare_runs_on_the_base_run_alone(full_mirror_warehouse, full_mirror, full_warehouse_series):

@@ -102,6 +102,7 @@ class Verdict(StrEnum):
     unchanged = "unchanged"
     inconclusive = "inconclusive"
     changed = "changed"
+    environment = "environment"
     all = "all"
 
 

@@ -14,7 +14,7 @@ from functools import cache
 
 import altair as alt
 
-VERDICT_COLORS = alt.Scale(domain=["regression", "improvement"], range=["#c0392b", "#27ae60"])
+VERDICT_COLORS = alt.Scale(domain=["regression", "improvement", "environment"], range=["#c0392b", "#27ae60", "#95a5a6"])
 DEFAULT_MODE = "full"
 DEFAULT_MEASUREMENT = "speed · full (ms)"
 FONT = "Helvetica, Arial, sans-serif"
@@ -185,13 +185,14 @@ def _p50_layout(measurements: tuple[str, ...], default: str, columns: int) -> di
 
 
 def regression_counts_chart(rows: list[dict]) -> alt.TopLevelMixin:
-    """How many Liger series regressed or improved at each version step."""
+    """How many Liger series regressed or improved at each version step, and how many moved with
+    an environment shift (grey: not the code)."""
     return (
         alt.Chart(DATA)
         .mark_bar()
         .encode(
             x=_version_axis().title("head version (compared with the previous one)"),
-            xOffset=alt.XOffset("verdict:N", scale=alt.Scale(domain=["regression", "improvement"])),
+            xOffset=alt.XOffset("verdict:N", scale=alt.Scale(domain=["regression", "improvement", "environment"])),
             y=alt.Y("steps:Q", title="series"),
             color=alt.Color("verdict:N", scale=VERDICT_COLORS, legend=alt.Legend(orient="top", title=None)),
             tooltip=["version:N", "verdict:N", "steps:Q"],

@@ -81,7 +81,7 @@ REGRESSION_COUNTS_SQL = """
 select head_version as version, any_value(b.build_rank) as version_rank, verdict, count(*) as steps
 from regressions as r
 join dim_build as b on b.build = r.head_version
-where starts_with(provider, 'liger') and verdict in ('regression', 'improvement')
+where starts_with(provider, 'liger') and verdict in ('regression', 'improvement', 'environment')
 group by head_version, verdict
 order by version_rank, verdict
 """

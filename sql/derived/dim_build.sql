@@ -10,7 +10,8 @@
 -- `compare_versions('0.7.0', 'latest')` compares a release with the newest nightly.
 -- `build_rank` orders builds: release order, then each release's nightlies in run order.
 -- `runs` are the gh-pages runs that stand for a build and `last_run_seq` the place of the newest
--- in upstream's list: what `build_name` resolves run names, 'latest' and 'previous' with.
+-- in upstream's list: what `build_name` resolves run names, 'latest' and 'previous' with;
+-- `last_run` is that newest run, where a comparison of builds finds the code between them.
 -- reads: dim_version, fact_build_source
 with ranked as (
     select
@@ -23,7 +24,9 @@ with ranked as (
         list(distinct source_label order by source_label) as sources,
         sum(results)::bigint as results,
         list(distinct source_label order by source_label) filter (where first_run_seq is not null) as runs,
-        max(last_run_seq) as last_run_seq
+        max(last_run_seq) as last_run_seq,
+        -- runs sharing a place in upstream's list: the last by name, as run order puts them
+        max({'seq': last_run_seq, 'run': source_label}) filter (where first_run_seq is not null).run as last_run
     from fact_build_source
     group by build
 )
@@ -38,7 +41,8 @@ select
     r.sources,
     r.results,
     coalesce(r.runs, []) as runs,
-    r.last_run_seq
+    r.last_run_seq,
+    r.last_run
 from ranked as r
 left join dim_version as v using (liger_version)
 order by build_rank;

@@ -25,6 +25,7 @@ shrunk as (
         m.residual_spread,
         m.sweep_spread,
         m.sweep_history,
+        m.own_spread,
         rp.residual_pool,
         sp.sweep_pool,
         case
@@ -54,6 +55,9 @@ select
     sweep_pool,
     residual_pool is not null and sweep_pool is not null as pooled,
     sqrt(residual_noise ^ 2 + sweep_noise ^ 2) as noise,
+    -- a quiet series' own noise, once its history says enough: a step of many times it is
+    -- never `unchanged`, however noisy its sweep's bursts are
+    case when history >= verdict_rule().min_history then own_spread end as own_noise,
     exp(verdict_rule().significance * greatest(residual_noise, sweep_noise)) - 1 as detectable_change
 from shrunk
 order by series_digest;

@@ -5,13 +5,25 @@
 -- Runs are named as upstream names them ('7644a0f', '7644a0f-v0.7.0') or 'latest' / 'previous';
 -- a run the warehouse does not hold is an error listing the newest it does (`known_run`).
 -- `threshold` is a fraction; without it ('session') the session's `regression_threshold()` (5%) applies.
--- The head is also judged against the base's recent level (`fact_recent_point`): a change the
--- base run shows is no `regression` or `improvement` when the head is `unchanged` against the
--- median of the base run and the runs before it (one unlucky base run). `recent_p50`,
+--
+-- By default the base side is the series' recent level as well as the base run: the head is
+-- judged against the base run and against the median of the base run and the runs before it
+-- (`fact_recent_point`), and a change is a `regression` or `improvement` only when both say so.
+-- One unusual base run is then never the whole baseline, and a head at or beyond the recent
+-- level in the other direction is never flagged; when the recent level calls the change
+-- `unchanged` so is the verdict, else a disagreement is `inconclusive`. `recent_p50`,
 -- `recent_change`, `recent_verdict`, `recent_runs` and `recent_sources` are that evidence.
--- With `recent := false` the verdict stands on the base run alone (the evidence is still shown):
--- more changes found, more false alarms (docs/VERDICTS.md, "At equal recall").
--- reads: comparison, known_run, regression_threshold
+-- With `recent := false` the verdict stands on the base run alone: more changes found, more
+-- false alarms (docs/VERDICTS.md, "At equal recall").
+--
+-- A flag is confirmed or taken back by the runs after the head (`later_points`): `confirmed_by`
+-- of the `later_runs` sit beyond the threshold from the base side (the recent level, or the base
+-- run with `recent := false`) in the flag's direction; `confirmation` is 'suspected' while no
+-- later run holds the series, 'confirmed' when most later runs agree, else 'retracted'.
+--
+-- `commits_between` and `suspect_commits` are the code between the two runs for the series'
+-- kernel: the commits GitHub lists and those that may have changed the kernel (`run_range_suspects`).
+-- reads: comparison, confirmation, known_run, later_points, regression_threshold, run_range_suspects
 create or replace macro compare_runs(base, head, threshold := 'session', recent := true) as table
 with judged as (
     select *
@@ -38,18 +50,51 @@ against_recent as (
         base_sources as recent_sources
     from judged
     where base_kind = 'recent'
+),
+verdicts as (
+    select
+        b.* replace (
+            case
+                when not recent or b.verdict in ('unchanged', 'inconclusive') or r.recent_verdict is null then b.verdict
+                when r.recent_verdict = b.verdict then b.verdict
+                when r.recent_verdict = 'unchanged' then 'unchanged'
+                else 'inconclusive'
+            end as verdict
+        ),
+        r.recent_p50,
+        r.recent_change,
+        r.recent_verdict,
+        r.recent_runs,
+        r.recent_sources
+    from against_base as b
+    left join against_recent as r using (series_digest)
+),
+confirmations as (
+    select
+        v.series_digest,
+        count(l.p50) as later_runs,
+        count(l.p50) filter (
+            where abs(ln(l.p50 / v.level)) > ln(1 + v.flag_threshold) and sign(ln(l.p50 / v.level)) = sign(v.adjusted_change)
+        ) as confirmed_by
+    from (
+        select
+            f.series_digest,
+            f.threshold as flag_threshold,  -- qualified: `threshold` alone is the macro's parameter
+            f.adjusted_change,
+            case when recent then coalesce(f.recent_p50, f.base_p50) else f.base_p50 end as level
+        from verdicts as f
+        where f.verdict in ('regression', 'improvement', 'changed', 'environment')
+    ) as v
+    left join later_points(known_run(head)) as l on l.series_digest = v.series_digest and l.p50 > 0
+    group by v.series_digest
 )
 select
-    b.* replace (
-        case
-            when recent and b.verdict not in ('unchanged', 'inconclusive') and r.recent_verdict = 'unchanged' then 'unchanged'
-            else b.verdict
-        end as verdict
-    ),
-    r.recent_p50,
-    r.recent_change,
-    r.recent_verdict,
-    r.recent_runs,
-    r.recent_sources
-from against_base as b
-left join against_recent as r using (series_digest);
+    v.*,
+    c.later_runs,
+    c.confirmed_by,
+    confirmation(c.later_runs, c.confirmed_by) as confirmation,
+    s.commits_between,
+    s.suspect_commits
+from verdicts as v
+left join confirmations as c using (series_digest)
+left join run_range_suspects(base, head) as s on s.kernel = v.kernel;

@@ -32,6 +32,7 @@ select
     j.noise,
     j.z,
     j.detectable_change,
+    j.environment_change,
     j.verdict,
     j.threshold,
     j.history,

@@ -12,7 +12,10 @@
 -- `adjusted_change` the rest, `sweep_change` how the whole sweep moved (less drift). `noise` is
 -- the series' run-to-run noise scaled for the runs on each side (`base_runs`, `head_runs`): a
 -- median of n runs is steadier than one run. `z` is the adjusted change in units of that noise.
--- reads: decompose, dim_series, fact_series_noise, verdict
+-- `environment_change` is what the series moved in the environment shifts between the two sides
+-- (`environment_steps`; a build's side ends at its newest run): a change it explains is
+-- 'environment' (`environment_verdict`); NULL when no shift lies between them.
+-- reads: decompose, dim_build, dim_series, environment_steps, environment_verdict, fact_series_noise, run_code_order, verdict
 create or replace macro judge(pairs, threshold, steps := false) as table
 with judged as (
     select
@@ -21,6 +24,7 @@ with judged as (
         n.pooled,
         n.residual_noise,
         n.sweep_noise,
+        n.own_noise,
         n.detectable_change,
         sqrt((1.0 / d.base_runs + 1.0 / d.head_runs) / 2) as noise_scale,
         s.mode,
@@ -35,18 +39,43 @@ with judged as (
     from decompose(pairs, steps := steps) as d
     join fact_series_noise as n using (series_digest)
     join dim_series as s using (series_digest)
+),
+-- each pair's sides as places in upload order: a run, a recent level's run, a build's newest run
+pair_ranks as (
+    select p.pair, b.upload_rank as base_rank, h.upload_rank as head_rank
+    from (select distinct pair from judged) as p
+    left join dim_build as bb on p.pair.base_kind = 'build' and bb.build = p.pair.base_key
+    left join dim_build as hb on p.pair.head_kind = 'build' and hb.build = p.pair.head_key
+    left join run_code_order as b on b.run = if(p.pair.base_kind = 'build', bb.last_run, p.pair.base_key)
+    left join run_code_order as h on h.run = if(p.pair.head_kind = 'build', hb.last_run, p.pair.head_key)
+),
+environment as (
+    select
+        r.pair,
+        e.series_digest,
+        -- a head older than its base meets the shifts backwards
+        sum(e.own_log) * sign(r.head_rank - r.base_rank) as environment_log
+    from pair_ranks as r
+    join environment_steps as e
+        on e.upload_rank > least(r.base_rank, r.head_rank) and e.upload_rank <= greatest(r.base_rank, r.head_rank)
+    group by r.pair, e.series_digest, r.head_rank, r.base_rank
 )
 select
-    * exclude (pooled),
+    * exclude (pooled, environment_log),
     exp(change_log) - 1 as change,
     exp(change_log - own_log) - 1 as drift,
     exp(own_log) - 1 as adjusted_change,
     exp(sweep_own_log) - 1 as sweep_change,
     sqrt(sweep_noise ^ 2 + residual_noise ^ 2) * noise_scale as noise,
     own_log / nullif(sqrt(sweep_noise ^ 2 + residual_noise ^ 2) * noise_scale, 0) as z,
+    exp(environment_log) - 1 as environment_change,
     threshold as threshold,
-    verdict(
-        change_log, adjusted_log, own_log, sweep_own_log, residual_log,
-        sweep_noise, residual_noise, history, pooled, noise_scale, unit, threshold
+    environment_verdict(
+        verdict(
+            change_log, adjusted_log, own_log, sweep_own_log, residual_log,
+            sweep_noise, residual_noise, own_noise, history, pooled, noise_scale, unit, threshold
+        ),
+        own_log, environment_log, sqrt(sweep_noise ^ 2 + residual_noise ^ 2) * noise_scale, threshold
     ) as verdict
-from judged;
+from judged
+left join environment using (pair, series_digest);

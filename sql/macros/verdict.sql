@@ -11,12 +11,13 @@
 -- rule's confidence, and either the change is within the threshold and the noise stands on
 -- history (`min_history` run steps of the series, or at least one and the pools of its kind:
 -- `pooled`), or the series has `min_history` run steps and the change is within `doubt` noise
--- scales; else 'inconclusive'.
+-- scales, reading the noise as the series' own (`own_noise`) where that is smaller: a step many
+-- times what a quiet series usually moves is never 'unchanged'; else 'inconclusive'.
 -- Lower is better for time and memory; a unit of unknown direction gives 'changed'.
 -- reads: lower_is_better, verdict_rule
 create or replace macro verdict(
     change_log, adjusted_log, own_log, sweep_own_log, residual_log,
-    sweep_noise, residual_noise, history, pooled, noise_scale, unit, threshold
+    sweep_noise, residual_noise, own_noise, history, pooled, noise_scale, unit, threshold
 ) as
     case
         when own_log is null then null
@@ -42,7 +43,8 @@ create or replace macro verdict(
                 (abs(own_log) <= ln(1 + threshold)
                     and (history >= verdict_rule().min_history or (history >= 1 and pooled)))
                 or (history >= verdict_rule().min_history
-                    and abs(own_log) < verdict_rule().doubt * sqrt(sweep_noise ^ 2 + residual_noise ^ 2) * noise_scale)
+                    and abs(own_log) < verdict_rule().doubt * noise_scale
+                        * least(sqrt(sweep_noise ^ 2 + residual_noise ^ 2), coalesce(own_noise, 'inf'::double)))
             )
             then 'unchanged'
         else 'inconclusive'

@@ -14,6 +14,10 @@
 --   speedup_z     a speedup wins when it is this many times its pairing's noise from 1
 --   recent_runs   `compare_runs` also judges the head against the median of the base run and
 --                 the runs before it, this many in all (a run's recent level)
+--   confirm_runs  a flag is confirmed or taken back by this many runs after its head
+--   environment_share  a run is an environment shift when this share of the Liger series of
+--                 kernels whose code did not change moved one way ...
+--   environment_kernels  ... from at least this many kernels (`environment_shifts`)
 -- reads: nothing
 create or replace macro verdict_rule() as {
     'significance': 5.0,
@@ -25,5 +29,8 @@ create or replace macro verdict_rule() as {
     'sweep_scale': 1.1503493803760079::double,
     'min_history': 5,
     'speedup_z': 3.0,
-    'recent_runs': 5
+    'recent_runs': 5,
+    'confirm_runs': 3,
+    'environment_share': 0.05,
+    'environment_kernels': 3
 };

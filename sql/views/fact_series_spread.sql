@@ -3,6 +3,8 @@
 -- series (docs/VERDICTS.md):
 --   residual_spread  median |residual| / 0.6745 over the series' steps (`history` of them);
 --                    `alone` when it is alone in its sweep (its residual is zero by construction);
+--   own_spread       median |own change| / 0.6745 over the same steps: how much the series itself
+--                    moves, sweep shifts included, in its usual (median) step;
 --   sweep_spread     its sweep's own shifts at their 75th percentile (`verdict_rule().sweep_quantile`),
 --                    over the sweep's `sweep_history` steps, because whole sweeps shift in bursts.
 -- A series without gh-pages history has a history of 0 and no spread.
@@ -11,7 +13,7 @@
 -- reads: dim_series, fact_run_step, verdict_rule
 create or replace view fact_series_spread as
 with step as (
-    select series_digest, sweep_key, base_run, head_run, residual_log, sweep_own_log, sweep_series
+    select series_digest, sweep_key, base_run, head_run, own_log, residual_log, sweep_own_log, sweep_series
     from fact_run_step
 ),
 own as (
@@ -19,6 +21,7 @@ own as (
         series_digest,
         count(*) as history,
         median(abs(residual_log)) / 0.6744897501960817 as residual_spread,
+        median(abs(own_log)) / 0.6744897501960817 as own_spread,
         -- alone in its sweep: its residual is zero by construction and carries no noise
         max(sweep_series) = 1 as alone
     from step
@@ -45,6 +48,7 @@ select
     coalesce(o.history, 0) as history,
     coalesce(o.alone, false) as alone,
     o.residual_spread,
+    o.own_spread,
     w.sweep_history,
     w.sweep_spread
 from dim_series as s
