@@ -37,6 +37,7 @@ SWEEP_QUANTILE = 0.75
 SPEEDUP_Z = 3
 RECENT_RUNS = 5  # a run's recent level: the median of it and the runs before it, this many
 CONFIRM_RUNS = 3  # the runs after a flag's head that confirm it or take it back
+ENVIRONMENT_MOVE = 0.05  # a series moved in a run step when its own change is beyond this ...
 ENVIRONMENT_SHARE = 0.05  # a run is an environment shift when this share of the series judged moved one way
 ENVIRONMENT_KERNELS = 3  # ... from this many kernels at least
 # For normal noise, the q-quantile of |x| is the (1 + q) / 2 normal quantile times the standard
@@ -566,7 +567,7 @@ def environment_evidence(mirror: Mirror) -> dict[str, dict[Series, tuple[float, 
                 continue
             o = parts.own
             moved = (
-                abs(o) > math.log1p(THRESHOLD)
+                abs(o) > math.log1p(ENVIRONMENT_MOVE)
                 and abs(o) >= SIGNIFICANCE * noise[series].noise
                 and sign(parts.change) == sign(o)
             )

@@ -1,6 +1,6 @@
 -- environment_verdict(verdict, own_log, environment_log, noise, threshold): 'environment' for a
 -- `regression` or `improvement` that environment shifts explain: `environment_log`, what the
--- series moved in the shifts between the two sides (`environment_steps`), goes the change's way,
+-- series moved in the shifts between the two sides (`fact_environment_step`), goes the change's way,
 -- and what is left of the change without it would be no flag: within the threshold, or short of
 -- `significance` times the noise (`noise`, scaled for the runs on each side). Else `verdict`.
 --     select environment_verdict('regression', ln(1.8), ln(1.75), 0.02, 0.05);   -- environment

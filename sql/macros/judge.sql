@@ -13,9 +13,9 @@
 -- the series' run-to-run noise scaled for the runs on each side (`base_runs`, `head_runs`): a
 -- median of n runs is steadier than one run. `z` is the adjusted change in units of that noise.
 -- `environment_change` is what the series moved in the environment shifts between the two sides
--- (`environment_steps`; a build's side ends at its newest run): a change it explains is
+-- (`fact_environment_step`; a build's side ends at its newest run): a change it explains is
 -- 'environment' (`environment_verdict`); NULL when no shift lies between them.
--- reads: decompose, dim_build, dim_series, environment_steps, environment_verdict, fact_series_noise, run_code_order, verdict
+-- reads: decompose, dim_build, dim_series, environment_verdict, fact_environment_step, fact_series_noise, run_code_order, verdict
 create or replace macro judge(pairs, threshold, steps := false) as table
 with judged as (
     select
@@ -56,7 +56,7 @@ environment as (
         -- a head older than its base meets the shifts backwards
         sum(e.own_log) * sign(r.head_rank - r.base_rank) as environment_log
     from pair_ranks as r
-    join environment_steps as e
+    join fact_environment_step as e
         on e.upload_rank > least(r.base_rank, r.head_rank) and e.upload_rank <= greatest(r.base_rank, r.head_rank)
     group by r.pair, e.series_digest, r.head_rank, r.base_rank
 )

@@ -15,8 +15,9 @@
 --   recent_runs   `compare_runs` also judges the head against the median of the base run and
 --                 the runs before it, this many in all (a run's recent level)
 --   confirm_runs  a flag is confirmed or taken back by this many runs after its head
---   environment_share  a run is an environment shift when this share of the Liger series of
---                 kernels whose code did not change moved one way ...
+--   environment_move  a series moved in a run step when its own change is beyond this ...
+--   environment_share  ... and a run is an environment shift when this share of the Liger series
+--                 of kernels whose code did not change moved one way ...
 --   environment_kernels  ... from at least this many kernels (`environment_shifts`)
 -- reads: nothing
 create or replace macro verdict_rule() as {
@@ -31,6 +32,7 @@ create or replace macro verdict_rule() as {
     'speedup_z': 3.0,
     'recent_runs': 5,
     'confirm_runs': 3,
+    'environment_move': 0.05,
     'environment_share': 0.05,
     'environment_kernels': 3
 };

@@ -5,11 +5,12 @@
 -- files it lists are all the code that changed, and none is the kernel's. Whatever such a series
 -- did in that step, its code did not do.
 -- `own_log` and `change_log` are the step's own and raw change (`fact_run_step`); `moved` is
--- 'slower' or 'faster' when the own change is beyond the threshold (`regression_threshold()`) and
+-- 'slower' or 'faster' when the own change is beyond `environment_move` (5%, `verdict_rule()`:
+-- the default threshold, fixed so that no session setting moves what is stored from it) and
 -- `significance` times the series' noise (`fact_series_noise`), and the raw change goes the same
--- way; else NULL. `environment_shifts` counts these; `environment_steps` keeps the moves that
--- went a shift's way.
--- reads: dim_series, fact_compare_file, fact_run_compare, fact_run_step, fact_series_noise, kernel_file_stem, kernel_files, regression_threshold, run_code_order, verdict_rule
+-- way; else NULL. `environment_shifts` counts these; `fact_environment_step` keeps the steps of
+-- the shifts.
+-- reads: dim_series, fact_compare_file, fact_run_compare, fact_run_step, fact_series_noise, kernel_file_stem, kernel_files, run_code_order, verdict_rule
 create or replace view environment_evidence as
 with steps as (
     select o.previous_run, o.run, o.upload_rank
@@ -31,7 +32,7 @@ select
     r.own_log,
     r.change_log,
     case
-        when abs(r.own_log) > ln(1 + regression_threshold())
+        when abs(r.own_log) > ln(1 + verdict_rule().environment_move)
             and abs(r.own_log) >= verdict_rule().significance * n.noise
             and sign(r.change_log) = sign(r.own_log)
             then if(r.own_log > 0, 'slower', 'faster')
