@@ -5,9 +5,10 @@
 -- re-benchmark (`is_rebenchmark`) when its compare with the run uploaded before it
 -- (`previous_run`) says `behind`: it benchmarked older code than that run. Without a compare
 -- that shows a run, its date, code rank and compare columns are NULL.
+-- Materialized at publish (a derived table, recreated whole in the publishing transaction): every
+-- comparison places its sides with it.
 --     select run, upload_rank, code_rank, compare_status from run_code_order where is_rebenchmark;
 -- reads: fact_run_compare, gh_pages_runs
-create or replace view run_code_order as
 with uploaded as (
     select
         run,
@@ -42,4 +43,5 @@ select
     c.status = 'behind' as is_rebenchmark
 from uploaded as u
 left join dated as d using (run)
-left join fact_run_compare as c on c.base_run = u.previous_run and c.head_run = u.run;
+left join fact_run_compare as c on c.base_run = u.previous_run and c.head_run = u.run
+order by u.upload_rank;
