@@ -70,6 +70,11 @@ from liger_warehouse.lake.location import CATALOG_FILE
 RULES: dict[str, str] = {
     "compare_runs": "compare_runs({base}, {head})",
     "compare_runs, base run alone": "compare_runs({base}, {head}, recent := false)",
+    # A flag counted only once the runs after the head confirm it: precision bought with nights.
+    "compare_runs, confirmed": (
+        "(select * replace (if(verdict in ('regression', 'improvement') and confirmation is distinct from "
+        "'confirmed', 'inconclusive', verdict) as verdict) from compare_runs({base}, {head}))"
+    ),
 }
 LATENCY_RUNS = 7
 COUNTS = ("series", "flagged", *FLAGS, "environment", "inconclusive")

@@ -54,6 +54,15 @@ def _head_date(data: dict) -> datetime:
     return _date(data["merge_base_commit"] if data["status"] == "behind" else data["base_commit"])
 
 
+def _words(message: str) -> set[str]:
+    return set(re.split(r"[^a-z0-9_]+", message.lower()))
+
+
+def _squash(words: set[str]) -> set[str]:
+    """Without underscores: a message's 'layernorm' names the stem layer_norm."""
+    return {w.replace("_", "") for w in words}
+
+
 def _title(commit: dict) -> str:
     return commit["commit"]["message"].split("\n")[0]
 
@@ -120,7 +129,7 @@ def _suspects(mirror: Path, runs: list[str], stems: set[str]) -> tuple[int, bool
     assert all(data["behind_by"] == 0 for data in ranges), "the fixture's ranges all go forward"
     suspects: dict[str, str] = {}
     for data in touched:
-        named = [c for c in data["commits"] if stems & set(re.split(r"[^a-z0-9_]+", c["commit"]["message"].lower()))]
+        named = [c for c in data["commits"] if _squash(stems) & _squash(_words(c["commit"]["message"]))]
         for c in named or data["commits"]:
             suspects.setdefault(c["sha"], f"{c['sha'][:7]} {_title(c)}")
     return len(shas), bool(touched), list(suspects.values())

@@ -10,8 +10,9 @@
 -- `suspect_commits`: '<7-hex sha> <title>' of the commits that may have changed the kernel, oldest
 -- first, each once; empty (not NULL) when none is known. A compare lists the files of its whole
 -- range, not of each commit, so within a range that changed a file of the kernel the suspects are
--- the commits whose message names one of the kernel's stems (as a word: `softmax` names
--- `softmax`, not `fused_linear_softmax`), or every commit of that range when none does.
+-- the commits whose message names one of the kernel's stems (as a word, underscores aside:
+-- `layernorm` and `layer_norm` name `layer_norm`; `softmax` names `softmax`, not
+-- `fused_linear_softmax`), or every commit of that range when none does.
 -- Runs are named as `run_name` resolves them ('latest', 'previous'); the same run twice: 0 commits;
 -- a run the warehouse does not hold (or NULL: a build without runs) leaves every range unknown.
 --     select kernel, suspect_commits from run_range_suspects('previous', 'latest') where code_changed;
@@ -45,7 +46,7 @@ range_commits as (
         c.position,
         c.sha,
         c.title,
-        string_split_regex(lower(c.message), '[^a-z0-9_]+') as words
+        list_transform(string_split_regex(lower(c.message), '[^a-z0-9_]+'), w -> replace(w, '_', '')) as words
     from ranges as r
     join fact_compare_commit as c using (base_run, head_run)
 ),
@@ -64,7 +65,7 @@ named as (
         c.position,
         c.sha,
         c.title,
-        bool_or(list_contains(c.words, k.stem)) as names_kernel
+        bool_or(list_contains(c.words, replace(k.stem, '_', ''))) as names_kernel
     from touched as t
     join range_commits as c using (base_run, head_run)
     join kernel_files as k on k.kernel = t.kernel
