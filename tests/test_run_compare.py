@@ -205,6 +205,9 @@ def test_without_compares_the_warehouse_builds_and_a_later_refresh_takes_them_in
             database, "select distinct commits_between, suspect_commits from compare_runs('previous', 'latest')"
         )
         assert verdicts == [(None, [])]
+        # Without a compare no step is judged for an environment shift: no verdict is 'environment'.
+        assert _lake(database, "select count(*) from environment_shifts") == [(0,)]
+        assert _lake(database, "select count(*) from fact_environment_step") == [(0,)]
 
         # A stored compare that will not read is named and skipped; the others come in.
         shutil.move(tmp_path / "compare", mirror / "compare")

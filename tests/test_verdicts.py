@@ -254,6 +254,43 @@ def test_flags_are_confirmed_or_taken_back_by_later_runs(request):
     assert {r["confirmation"] for r in newest.values() if r["verdict"] == "regression"} <= {"suspected"}
 
 
+@pytest.mark.parametrize("tier_name", ["cut", "full"])
+def test_environment_shifts_follow_the_rule(request, tier_name):
+    """The runs where Liger timings of kernels whose files did not change moved together, recomputed
+    from the mirror's compare files and run steps; each shift's steps as `fact_environment_step`
+    stores them."""
+    db, mirror, warehouse_series = tier(request, tier_name)
+    shifts = {run: direction for run, direction in _rows(db, "select run, direction from environment_shifts")}
+    assert shifts == ev.environment_shifts(mirror)
+    if tier_name == "full":  # the floor of small Liger workloads came at 4444fdf and went at 7656bcb
+        assert {"4444fdf": "slower", "7656bcb": "faster"}.items() <= shifts.items()
+    steps = _rows(db, "select series_digest, run, own_log from fact_environment_step")
+    want = {(s, run): own for run in shifts for s, (own, _) in ev.environment_evidence(mirror)[run].items()}
+    assert_agree(
+        {(warehouse_series[d], run): {"own": own} for d, run, own in steps}, {k: {"own": v} for k, v in want.items()}
+    )
+
+
+def test_compare_versions_names_the_commits_between_the_builds_newest_runs(full_mirror_warehouse):
+    """0.6.3 → 0.7.0 chains the ranges from d5648bf-v0.6.3 to 7644a0f, as run_range_suspects gives them."""
+    db = full_mirror_warehouse.database
+    got = _rows(db, "select distinct kernel, commits_between, suspect_commits from compare_versions('0.6.3', '0.7.0')")
+    want = _rows(
+        db, "select kernel, commits_between, suspect_commits from run_range_suspects('d5648bf-v0.6.3', '7644a0f')"
+    )
+    assert got and set(map(_hashable, got)) <= set(map(_hashable, want))
+    assert {commits for _, commits, _ in got} == {want[0][1]} and want[0][1] > 0
+
+
+def _rows(db: Path, sql: str) -> list[tuple]:
+    with open_views(db) as con:
+        return con.execute(sql).fetchall()
+
+
+def _hashable(row: tuple) -> tuple:
+    return tuple(tuple(v) if isinstance(v, list) else v for v in row)
+
+
 def test_compare_runs_on_the_base_run_alone(full_mirror_warehouse, full_mirror, full_warehouse_series):
     """`recent := false`: the verdict stands on the base run, the recent level is only evidence."""
     db, mirror, warehouse_series = full_mirror_warehouse.database, full_mirror, full_warehouse_series
