@@ -25,12 +25,16 @@
 -- kernel: the commits GitHub lists and those that may have changed the kernel (`run_range_suspects`).
 -- reads: comparison, confirmation, known_run, later_points, regression_threshold, run_range_suspects
 create or replace macro compare_runs(base, head, threshold := 'session', recent := true) as table
-with judged as (
+-- the names resolved once: each `known_run` reads the runs several times
+with named as (
+    select known_run(base) as base_run, known_run(head) as head_run
+),
+judged as (
     select *
     from comparison(
         [
-            {'base_kind': 'run', 'base_key': known_run(base), 'head_kind': 'run', 'head_key': known_run(head)},
-            {'base_kind': 'recent', 'base_key': known_run(base), 'head_kind': 'run', 'head_key': known_run(head)}
+            {'base_kind': 'run', 'base_key': (select base_run from named), 'head_kind': 'run', 'head_key': (select head_run from named)},
+            {'base_kind': 'recent', 'base_key': (select base_run from named), 'head_kind': 'run', 'head_key': (select head_run from named)}
         ],
         coalesce(try_cast(threshold as double), regression_threshold())
     )
@@ -85,7 +89,7 @@ confirmations as (
         from verdicts as f
         where f.verdict in ('regression', 'improvement', 'changed', 'environment')
     ) as v
-    left join later_points(known_run(head)) as l on l.series_digest = v.series_digest and l.p50 > 0
+    left join later_points((select head_run from named)) as l on l.series_digest = v.series_digest and l.p50 > 0
     group by v.series_digest
 )
 select
@@ -97,4 +101,4 @@ select
     s.suspect_commits
 from verdicts as v
 left join confirmations as c using (series_digest)
-left join run_range_suspects(base, head) as s on s.kernel = v.kernel;
+left join run_range_suspects((select base_run from named), (select head_run from named)) as s on s.kernel = v.kernel;

@@ -7,16 +7,13 @@ create or replace macro known_run(text) as
     coalesce(
         (select any_value(run) from dim_upstream_revision where source = 'gh-pages' and run = run_name(text)),
         error(format(
-            'unknown run ''{}''; the warehouse holds, newest first: {}{} (and ''latest'', ''previous''; '
+            'unknown run ''{}''; the warehouse holds, newest first: {} (and ''latest'', ''previous''; '
             || 'every run: select run from dim_upstream_revision where source = ''gh-pages'')',
             coalesce(text, ''),
-            coalesce(
-                (
-                    select string_agg(run, ', ' order by seq desc)
-                    from (select run, seq from dim_upstream_revision where source = 'gh-pages' order by seq desc limit 12)
-                ),
-                'nothing yet'
-            ),
-            case when (select count(*) from dim_upstream_revision where source = 'gh-pages') > 12 then ', …' else '' end
+            (
+                select coalesce(array_to_string(list(run order by seq desc)[1:12], ', '), 'nothing yet')
+                    || if(count(*) > 12, ', …', '')
+                from (select run, min(seq) as seq from dim_upstream_revision where source = 'gh-pages' group by run)
+            )
         ))
     );

@@ -3,16 +3,15 @@
 -- it among the runs upstream still lists.
 -- reads: dim_upstream_revision
 create or replace macro run_name(text) as
-    case lower(trim(text))
-        when 'latest' then (
-            select run from dim_upstream_revision
-            where source = 'gh-pages' and is_upstream
-            order by seq desc limit 1
-        )
-        when 'previous' then (
-            select run from dim_upstream_revision
-            where source = 'gh-pages' and is_upstream
-            order by seq desc limit 1 offset 1
-        )
+    case
+        -- one read of the newest two runs for either name (each table reference is a read)
+        when lower(trim(text)) in ('latest', 'previous') then (
+            select list(run order by seq desc)
+            from (
+                select run, seq from dim_upstream_revision
+                where source = 'gh-pages' and is_upstream
+                order by seq desc limit 2
+            )
+        )[if(lower(trim(text)) = 'latest', 1, 2)]
         else trim(text)
     end;
