@@ -114,6 +114,8 @@ def test_a_run_with_regressions_is_digested_and_posted_once(tmp_path: Path, webh
     regressed = {line["kernel"] for line in entry["lines"] if line["verdict"] == "regression"}
     assert regressed == {kernel} and entry["regressions"] >= 1
     assert all(s["provider"].startswith("liger") for line in entry["lines"] for s in line["series"])
+    assert entry["environment_shift"] is None, "one kernel moved: no environment shift"
+    assert all(isinstance(line["suspect_commits"], list) for line in entry["lines"])
     assert by_path["/chat"] == {"text": (root / "digests" / f"{INJECTED_RUN}.md").read_text()}
     assert f"**{kernel}**" in by_path["/chat"]["text"]
 

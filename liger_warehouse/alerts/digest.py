@@ -1,5 +1,6 @@
 """The nightly digest: what each new gh-pages run changed against the run uploaded before it, one
-line per kernel and pass with the series behind it, and the commits between the two runs.
+line per kernel and pass with the series behind it and its suspect commits, the commits between
+the two runs, and the run as an environment shift when it is one (its flags apart).
 
 The verdicts are `compare_runs`' (docs/VERDICTS.md); this module only picks the new runs, groups
 the flagged series and renders them as JSON (for programs and webhooks) and Markdown (for people).
@@ -28,10 +29,18 @@ DETAIL_COLUMNS = (
     "provider", "metric", "unit", "gpu", "workload", "base_p50", "head_p50", "change", "adjusted_change", "noise", "z",
 )  # fmt: skip
 FLAGGED_SQL = f"""
-    select kernel, mode, verdict, {", ".join(DETAIL_COLUMNS)}
+    select kernel, mode, verdict, suspect_commits, {", ".join(DETAIL_COLUMNS)}
     from compare_runs($base, $head)
     where verdict in ('regression', 'improvement')
     order by kernel, mode, verdict, abs(adjusted_change) desc, gpu, workload, provider
+"""
+# The run as an environment shift, if it is one (docs/VERDICTS.md): shown apart, its flags
+# counted but not listed as the code's.
+SHIFT_SQL = """
+    select s.direction, s.moved, s.series, s.moved_kernels,
+           (select count(*) from compare_runs($base, $head) where verdict = 'environment') as flags
+    from environment_shifts as s
+    where s.run = $head
 """
 
 
@@ -74,9 +83,10 @@ def _title(commit: dict) -> str:
 def _lines(rows: list[tuple]) -> list[dict]:
     """One line per kernel, pass and verdict, the series behind it worst first."""
     lines: dict[tuple, dict] = {}
-    for kernel, mode, verdict, *detail in rows:
+    for kernel, mode, verdict, suspects, *detail in rows:
         line = lines.setdefault(
-            (kernel, mode, verdict), {"kernel": kernel, "mode": mode, "verdict": verdict, "series": []}
+            (kernel, mode, verdict),
+            {"kernel": kernel, "mode": mode, "verdict": verdict, "suspect_commits": suspects, "series": []},
         )
         line["series"].append(dict(zip(DETAIL_COLUMNS, detail, strict=True)))
     for line in lines.values():
@@ -87,8 +97,9 @@ def _lines(rows: list[tuple]) -> list[dict]:
 
 def digest_step(con: duckdb.DuckDBPyConnection, raw: RawStore, step: RunStep) -> dict:
     """The flagged series of one run against the run before it, with the commits in between."""
-    rows = con.execute(FLAGGED_SQL, {"base": step.previous, "head": step.run}).fetchall()
-    lines = _lines(rows)
+    names = {"base": step.previous, "head": step.run}
+    lines = _lines(con.execute(FLAGGED_SQL, names).fetchall())
+    shift = con.execute(SHIFT_SQL, names).fetchone()
     return {
         "run": step.run,
         "previous_run": step.previous,
@@ -96,6 +107,9 @@ def digest_step(con: duckdb.DuckDBPyConnection, raw: RawStore, step: RunStep) ->
         "improvements": sum(len(line["series"]) for line in lines if line["verdict"] == "improvement"),
         "commits_between": commits_between(raw, step),
         "lines": lines,
+        "environment_shift": dict(zip(("direction", "moved", "series", "moved_kernels", "flags"), shift, strict=True))
+        if shift
+        else None,
     }
 
 
@@ -156,10 +170,18 @@ def render_markdown(digest: dict) -> str:
             f"({len(entry['commits_between'])} commits between the runs).",
             "",
         ]
+        if shift := entry.get("environment_shift"):
+            out += [
+                f"Environment shift: {shift['moved']} of {shift['series']} Liger timings of kernels whose code "
+                f"did not change moved {shift['direction']} ({', '.join(shift['moved_kernels'])}); "
+                f"{shift['flags']} series it explains are left out below.",
+                "",
+            ]
         for line in entry["lines"]:
+            suspects = f"; suspects: {', '.join(line['suspect_commits'])}" if line["suspect_commits"] else ""
             out.append(
                 f"- **{line['kernel']}** {line['mode']}: {line['verdict']} in {len(line['series'])} series, "
-                f"worst {_percent(line['worst_change'])} ({', '.join(line['gpus'])})"
+                f"worst {_percent(line['worst_change'])} ({', '.join(line['gpus'])}){suspects}"
             )
             out += [
                 f"  - {s['provider']} {s['metric']} {s['workload']} on {s['gpu']}: {s['base_p50']:.4g} → "
