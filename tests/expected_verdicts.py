@@ -640,22 +640,26 @@ def compare_recent(mirror: Mirror, base: str, head: str, threshold: float = THRE
 def compare_runs(
     mirror: Mirror, base: str, head: str, threshold: float = THRESHOLD, recent_level: bool = True
 ) -> dict[Series, Judged]:
-    """The head run judged against the base run and the base run's recent level: a regression,
-    improvement or change stands only when both say so; when the recent level says unchanged so
-    does the verdict, else it is inconclusive (with ``recent_level`` off: the base run alone)."""
+    """The head run judged against the base run; a flag stands unless, against the base run's
+    recent level, the head is unchanged (then so is the verdict) or sits at or beyond that level
+    the other way, raw or adjusted (then inconclusive). With ``recent_level`` off: the base run alone."""
     points, ends = run_points(mirror), (run_named(mirror, base), run_named(mirror, head))
     rows = compare(mirror, points[ends[0]], points[ends[1]], threshold, ends)
     if not recent_level:
         return rows
     recent = compare_recent(mirror, base, head, threshold)
-    flagged = {s for s, row in rows.items() if row.verdict not in ("unchanged", "inconclusive")}
-    agreed = {
-        s: row.verdict
-        if s not in flagged or recent[s].verdict == row.verdict
-        else ("unchanged" if recent[s].verdict == "unchanged" else "inconclusive")
-        for s, row in rows.items()
-    }
-    return {s: replace(row, verdict=agreed[s]) for s, row in rows.items()}
+    return {s: replace(row, verdict=_against_recent(row, recent[s])) for s, row in rows.items()}
+
+
+def _against_recent(row: Judged, recent: Judged) -> str:
+    if row.verdict in ("unchanged", "inconclusive"):
+        return row.verdict
+    if recent.verdict == "unchanged":
+        return "unchanged"
+    other_way = sign(row.head.p50 - recent.base.p50) != sign(row.change) or sign(recent.adjusted_change) != sign(
+        row.adjusted_change
+    )
+    return "inconclusive" if other_way else row.verdict
 
 
 def confirmation(mirror: Mirror, head: str, flags: dict[Series, tuple[float, float]]) -> dict[Series, tuple]:

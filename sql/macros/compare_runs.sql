@@ -8,11 +8,11 @@
 --
 -- By default the base side is the series' recent level as well as the base run: the head is
 -- judged against the base run and against the median of the base run and the runs before it
--- (`fact_recent_point`), and a change is a `regression` or `improvement` only when both say so.
--- One unusual base run is then never the whole baseline, and a head at or beyond the recent
--- level in the other direction is never flagged; when the recent level calls the change
--- `unchanged` so is the verdict, else a disagreement is `inconclusive`. `recent_p50`,
--- `recent_change`, `recent_verdict`, `recent_runs` and `recent_sources` are that evidence.
+-- (`fact_recent_point`). A flag against the base run stands unless the recent level says
+-- `unchanged` (then so does the verdict) or the head sits at or beyond the recent level the other
+-- way, raw or once the drift is taken out (then `inconclusive`): one unusual base run is never the
+-- whole baseline. `recent_p50`, `recent_change`, `recent_verdict`, `recent_runs` and
+-- `recent_sources` are that evidence.
 -- With `recent := false` the verdict stands on the base run alone: more changes found, more
 -- false alarms (docs/VERDICTS.md, "At equal recall").
 --
@@ -60,9 +60,11 @@ verdicts as (
         b.* replace (
             case
                 when not recent or b.verdict in ('unchanged', 'inconclusive') or r.recent_verdict is null then b.verdict
-                when r.recent_verdict = b.verdict then b.verdict
                 when r.recent_verdict = 'unchanged' then 'unchanged'
-                else 'inconclusive'
+                -- the head at or beyond the recent level the other way (raw or adjusted): no flag
+                when sign(b.head_p50 - r.recent_p50) <> sign(b.change) or sign(r.recent_change) <> sign(b.adjusted_change)
+                    then 'inconclusive'
+                else b.verdict
             end as verdict
         ),
         r.recent_p50,

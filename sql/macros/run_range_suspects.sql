@@ -46,7 +46,7 @@ range_commits as (
         c.position,
         c.sha,
         c.title,
-        list_transform(string_split_regex(lower(c.message), '[^a-z0-9_]+'), w -> replace(w, '_', '')) as words
+        list_transform(string_split_regex(lower(c.message), '[^a-z0-9_]+'), lambda w: replace(w, '_', '')) as words
     from ranges as r
     join fact_compare_commit as c using (base_run, head_run)
 ),
