@@ -662,11 +662,14 @@ def _against_recent(row: Judged, recent: Judged) -> str:
     return "inconclusive" if other_way else row.verdict
 
 
-def confirmation(mirror: Mirror, head: str, flags: dict[Series, tuple[float, float]]) -> dict[Series, tuple]:
+def confirmation(
+    mirror: Mirror, head: str, flags: dict[Series, tuple[float, float]], change_points: frozenset[Series] = frozenset()
+) -> dict[Series, tuple]:
     """series -> (later runs, how many agree, 'suspected' | 'confirmed' | 'retracted') for each
     flag, given as series -> (the base side's p50, the adjusted change): the first CONFIRM_RUNS
     runs after ``head`` that hold the series agree when their p50 lies beyond the threshold from
-    the base side in the direction of the change."""
+    the base side in the direction of the change. A flag is confirmed when most agree, or when it
+    is in ``change_points`` (a change point at the head goes its way)."""
     rows, order = run_rows(mirror), mirror.run_order
     after = order[order.index(run_named(mirror, head)) + 1 :]
     out = {}
@@ -677,7 +680,10 @@ def confirmation(mirror: Mirror, head: str, flags: dict[Series, tuple[float, flo
             abs(math.log(p / level)) > math.log1p(THRESHOLD) and sign(math.log(p / level)) == sign(change)
             for p in later
         )
-        state = "suspected" if not later else "confirmed" if 2 * agree > len(later) else "retracted"
+        if (later and 2 * agree > len(later)) or series in change_points:
+            state = "confirmed"
+        else:
+            state = "retracted" if later else "suspected"
         out[series] = (len(later), agree, state)
     return out
 

@@ -246,8 +246,20 @@ def test_flags_are_confirmed_or_taken_back_by_later_runs(request):
         for s, r in got.items()
         if r["verdict"] in ("regression", "improvement")
     }
-    want = ev.confirmation(mirror, head, flags)
+    # the change points are the warehouse's (tests/test_change_points.py checks them against Otava)
+    shifts = _rows(
+        db,
+        "select c.series_digest, sign(c.after_median - c.before_median) from fact_change_point as c "
+        "join dim_upstream_revision as r using (revision_digest) "
+        "where r.source = 'gh-pages' and r.run = ? and c.after_points > 1",
+        [head],
+    )
+    at_head = frozenset(
+        warehouse_series[d] for d, way in shifts if (s := warehouse_series[d]) in flags and way == ev.sign(flags[s][1])
+    )
+    want = ev.confirmation(mirror, head, flags, at_head)
     assert {state for _, _, state in want.values()} >= {"confirmed"}
+    assert all((r["change_point_pvalue"] is not None) == (s in at_head) for s, r in got.items() if s in flags)
     assert {s: (r["later_runs"], r["confirmed_by"], r["confirmation"]) for s, r in got.items() if s in flags} == want
     assert all(r["confirmation"] is None for s, r in got.items() if s not in flags)
     newest = _comparison(db, warehouse_series, "select * from compare_runs('previous', 'latest')")
@@ -282,9 +294,9 @@ def test_compare_versions_names_the_commits_between_the_builds_newest_runs(full_
     assert {commits for _, commits, _ in got} == {want[0][1]} and want[0][1] > 0
 
 
-def _rows(db: Path, sql: str) -> list[tuple]:
+def _rows(db: Path, sql: str, params: list | None = None) -> list[tuple]:
     with open_views(db) as con:
-        return con.execute(sql).fetchall()
+        return con.execute(sql, params).fetchall()
 
 
 def _hashable(row: tuple) -> tuple:

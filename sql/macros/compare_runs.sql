@@ -18,12 +18,15 @@
 --
 -- A flag is confirmed or taken back by the runs after the head (`later_points`): `confirmed_by`
 -- of the `later_runs` sit beyond the threshold from the base side (the recent level, or the base
--- run with `recent := false`) in the flag's direction; `confirmation` is 'suspected' while no
--- later run holds the series, 'confirmed' when most later runs agree, else 'retracted'.
+-- run with `recent := false`) in the flag's direction; `change_point_pvalue` is the p-value of
+-- a change point at the head the flag's way (`fact_change_point`: Otava's e-divisive over the
+-- whole history, stronger evidence than three runs where it exists); `confirmation` is
+-- 'confirmed' when most later runs agree or such a change point exists, else 'suspected' while
+-- no later run holds the series, else 'retracted' (`confirmation`).
 --
 -- `commits_between` and `suspect_commits` are the code between the two runs for the series'
 -- kernel: the commits GitHub lists and those that may have changed the kernel (`run_range_suspects`).
--- reads: comparison, confirmation, known_run, later_points, regression_threshold, run_range_suspects
+-- reads: comparison, confirmation, dim_upstream_revision, fact_change_point, known_run, later_points, regression_threshold, run_range_suspects
 create or replace macro compare_runs(base, head, threshold := 'session', recent := true) as table
 -- the names resolved once: each `known_run` reads the runs several times
 with named as (
@@ -75,9 +78,19 @@ verdicts as (
     from against_base as b
     left join against_recent as r using (series_digest)
 ),
+-- change points (Otava's, over the whole history) at the head run, each way, with a run after
+-- the head in the segment they open: the head alone is what the flag already says
+head_change_points as (
+    select c.series_digest, sign(c.after_median - c.before_median) as direction, min(c.pvalue) as pvalue
+    from fact_change_point as c
+    join dim_upstream_revision as r on r.revision_digest = c.revision_digest
+    where r.source = 'gh-pages' and r.run = (select head_run from named) and c.after_points > 1
+    group by all
+),
 confirmations as (
     select
         v.series_digest,
+        any_value(hc.pvalue) as change_point_pvalue,
         count(l.p50) as later_runs,
         count(l.p50) filter (
             where abs(ln(l.p50 / v.level)) > ln(1 + v.flag_threshold) and sign(ln(l.p50 / v.level)) = sign(v.adjusted_change)
@@ -92,13 +105,15 @@ confirmations as (
         where f.verdict in ('regression', 'improvement', 'changed', 'environment')
     ) as v
     left join later_points((select head_run from named)) as l on l.series_digest = v.series_digest and l.p50 > 0
+    left join head_change_points as hc on hc.series_digest = v.series_digest and hc.direction = sign(v.adjusted_change)
     group by v.series_digest
 )
 select
     v.*,
     c.later_runs,
     c.confirmed_by,
-    confirmation(c.later_runs, c.confirmed_by) as confirmation,
+    c.change_point_pvalue,
+    confirmation(c.later_runs, c.confirmed_by, c.change_point_pvalue is not null) as confirmation,
     s.commits_between,
     s.suspect_commits
 from verdicts as v
