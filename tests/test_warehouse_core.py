@@ -30,7 +30,8 @@ with ranked as (
         list(distinct source_label order by source_label) as sources,
         count(*) as results,
         list(distinct source_label order by source_label) filter (where run_seq is not null) as runs,
-        max(run_seq) as last_run_seq
+        max(run_seq) as last_run_seq,
+        max({'seq': run_seq, 'run': source_label}) filter (where run_seq is not null).run as last_run
     from result_build
     group by build
 )
