@@ -31,17 +31,12 @@ DETAIL_COLUMNS = (
 FLAGGED_SQL = f"""
     select kernel, mode, verdict, suspect_commits, {", ".join(DETAIL_COLUMNS)}
     from compare_runs($base, $head)
-    where verdict in ('regression', 'improvement')
+    where verdict in ('regression', 'improvement', 'environment')
     order by kernel, mode, verdict, abs(adjusted_change) desc, gpu, workload, provider
 """
 # The run as an environment shift, if it is one (docs/VERDICTS.md): shown apart, its flags
 # counted but not listed as the code's.
-SHIFT_SQL = """
-    select s.direction, s.moved, s.series, s.moved_kernels,
-           (select count(*) from compare_runs($base, $head) where verdict = 'environment') as flags
-    from environment_shifts as s
-    where s.run = $head
-"""
+SHIFT_SQL = "select direction, moved, series, moved_kernels from environment_shifts where run = $head"
 
 
 @dataclass(frozen=True)
@@ -97,9 +92,10 @@ def _lines(rows: list[tuple]) -> list[dict]:
 
 def digest_step(con: duckdb.DuckDBPyConnection, raw: RawStore, step: RunStep) -> dict:
     """The flagged series of one run against the run before it, with the commits in between."""
-    names = {"base": step.previous, "head": step.run}
-    lines = _lines(con.execute(FLAGGED_SQL, names).fetchall())
-    shift = con.execute(SHIFT_SQL, names).fetchone()
+    rows = con.execute(FLAGGED_SQL, {"base": step.previous, "head": step.run}).fetchall()
+    lines = _lines([r for r in rows if r[2] != "environment"])
+    shift = con.execute(SHIFT_SQL, {"head": step.run}).fetchone()
+    environment = sum(r[2] == "environment" for r in rows)  # one compare_runs for both
     return {
         "run": step.run,
         "previous_run": step.previous,
@@ -107,7 +103,8 @@ def digest_step(con: duckdb.DuckDBPyConnection, raw: RawStore, step: RunStep) ->
         "improvements": sum(len(line["series"]) for line in lines if line["verdict"] == "improvement"),
         "commits_between": commits_between(raw, step),
         "lines": lines,
-        "environment_shift": dict(zip(("direction", "moved", "series", "moved_kernels", "flags"), shift, strict=True))
+        "environment_shift": dict(zip(("direction", "moved", "series", "moved_kernels"), shift, strict=True))
+        | {"flags": environment}
         if shift
         else None,
     }
