@@ -16,7 +16,7 @@
 -- Runs are named as `run_name` resolves them ('latest', 'previous'); the same run twice: 0 commits;
 -- a run the warehouse does not hold (or NULL: a build without runs) leaves every range unknown.
 --     select kernel, suspect_commits from run_range_suspects('previous', 'latest') where code_changed;
--- reads: dim_workload, fact_compare_commit, fact_compare_file, fact_run_compare, kernel_file_stem, kernel_files, run_code_order, run_name
+-- reads: compare_kernels, dim_workload, fact_compare_commit, fact_run_compare, kernel_files, run_code_order, run_name
 create or replace macro run_range_suspects(base, head) as table
 with ends as (
     select
@@ -51,10 +51,9 @@ range_commits as (
     join fact_compare_commit as c using (base_run, head_run)
 ),
 touched as (
-    select distinct f.base_run, f.head_run, k.kernel
+    select c.base_run, c.head_run, c.kernel
     from ranges as r
-    join fact_compare_file as f using (base_run, head_run)
-    join kernel_files as k on k.stem = kernel_file_stem(f.filename)
+    join compare_kernels as c using (base_run, head_run)
 ),
 named as (
     select

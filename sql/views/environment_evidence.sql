@@ -10,18 +10,13 @@
 -- `significance` times the series' noise (`fact_series_noise`), and the raw change goes the same
 -- way; else NULL. `environment_shifts` counts these; `fact_environment_step` keeps the steps of
 -- the shifts.
--- reads: dim_series, fact_compare_file, fact_run_compare, fact_run_step, fact_series_noise, kernel_file_stem, kernel_files, run_code_order, verdict_rule
+-- reads: compare_kernels, dim_series, fact_run_compare, fact_run_step, fact_series_noise, run_code_order, verdict_rule
 create or replace view environment_evidence as
 with steps as (
     select o.previous_run, o.run, o.upload_rank
     from run_code_order as o
     join fact_run_compare as c on c.base_run = o.previous_run and c.head_run = o.run
     where c.behind_by = 0
-),
-changed as (
-    select distinct f.head_run as run, k.kernel
-    from fact_compare_file as f
-    join kernel_files as k on k.stem = kernel_file_stem(f.filename)
 )
 select
     t.previous_run,
@@ -41,5 +36,5 @@ from steps as t
 join fact_run_step as r on r.base_run = t.previous_run and r.head_run = t.run
 join dim_series as s using (series_digest)
 join fact_series_noise as n using (series_digest)
-anti join changed as c on c.run = t.run and c.kernel = s.kernel
+anti join compare_kernels as c on c.base_run = t.previous_run and c.head_run = t.run and c.kernel = s.kernel
 where s.is_liger and s.metric = 'speed' and r.own_log is not null;
