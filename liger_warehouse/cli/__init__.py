@@ -2,7 +2,7 @@
 
 import gc
 
-from liger_warehouse.cli import export, query, report, status, warehouse  # noqa: F401  (modules register their commands)
+from liger_warehouse.cli import export, query, report, status, triage, warehouse  # noqa: F401  (modules register their commands)
 from liger_warehouse.cli.app import app, options
 
 __all__ = ["app", "main"]

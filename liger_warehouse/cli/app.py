@@ -73,10 +73,13 @@ def _file_error(exc: OSError, command: str | None) -> tuple[str, str]:
 
 def explain(exc: Exception, command: str | None) -> tuple[str, str]:
     """What failed, in one line, and what to do about it, in another."""
+    from liger_warehouse.triage.events import TriageRejected
     from liger_warehouse.upstream.http import UpstreamError, UpstreamUnreachable  # HTTPX: only once something failed
 
     if isinstance(exc, CliError):
         return exc.what, exc.hint
+    if isinstance(exc, TriageRejected):
+        return str(exc), "nothing was written; fix the command and run it again"
     if isinstance(exc, settings.SettingsError):
         return str(exc), "fix or unset that variable (README: Configuration)"
     if isinstance(exc, UpstreamUnreachable):

@@ -72,13 +72,7 @@ def create_sql_objects(con: duckdb.DuckDBPyConnection, sql_dir: Path = SQL_DIR, 
     for file in sql_objects(sql_dir):
         if derived_only and file.kind != "derived":
             continue
-        statement = file.sql
-        if file.kind == "derived":
-            statement = f"create or replace table {file.name} as\n{file.sql.rstrip().rstrip(';')}"
-        try:
-            con.execute(statement)
-        except duckdb.Error as exc:
-            raise RuntimeError(f"{file.label(sql_dir)}: {exc}") from exc
+        _create(con, file, sql_dir)
         (derived if file.kind == "derived" else views).append(file.name)
     if derived_only:
         return Created(derived, views)
@@ -87,6 +81,30 @@ def create_sql_objects(con: duckdb.DuckDBPyConnection, sql_dir: Path = SQL_DIR, 
         f"{_schema_version()} as schema_version"
     )
     return Created(derived, views)
+
+
+def create_derived_reading(con: duckdb.DuckDBPyConnection, table: str, sql_dir: Path = SQL_DIR) -> list[str]:
+    """Recreate the derived tables that read ``table``, directly or through other objects (a
+    triage write recreates what reads its table): the others stay as the last publish left them."""
+    files = sql_objects(sql_dir)
+    reading = {table}
+    for file in files:  # load order: what a file reads comes before it
+        if file.reads & reading:
+            reading.add(file.name)
+    recreated = [f for f in files if f.kind == "derived" and f.name in reading]
+    for file in recreated:
+        _create(con, file, sql_dir)
+    return [f.name for f in recreated]
+
+
+def _create(con: duckdb.DuckDBPyConnection, file: SqlFile, sql_dir: Path) -> None:
+    statement = file.sql
+    if file.kind == "derived":
+        statement = f"create or replace table {file.name} as\n{file.sql.rstrip().rstrip(';')}"
+    try:
+        con.execute(statement)
+    except duckdb.Error as exc:
+        raise RuntimeError(f"{file.label(sql_dir)}: {exc}") from exc
 
 
 def derived_tables(sql_dir: Path = SQL_DIR) -> list[str]:

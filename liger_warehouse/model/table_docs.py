@@ -41,6 +41,9 @@ DESCRIPTIONS = {
     "refresh resumes it instead of starting over: the points analyzed, a digest of them, where "
     "Otava's sliding windows resume and the weak change points of the windows already complete. "
     "Computed with fact_change_point, not ingested.",
+    "triage_event": "One row per triage write (`liger-warehouse ack`, `annotate`, `mute`, `unmute`, "
+    "`threshold`): what it said of which series, sweep, kernel or runs, who wrote it, when and why. "
+    "Written by people, kept by every refresh, never rewritten.",
 }
 
 COLUMN_DESCRIPTIONS: dict[str, dict[str, str]] = {

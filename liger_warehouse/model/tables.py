@@ -236,6 +236,22 @@ SCHEMAS: dict[str, pa.Schema] = {
         ]
     ),
     # decompose_points of a pair of builds (runs), the pair as its two; `decompose` (`run_steps`) rebuilds `pair`
+    "triage_event": pa.schema(
+        [
+            ("event_id", pa.string()),
+            ("action", pa.string()),
+            ("scope", pa.string()),
+            ("target", pa.string()),
+            ("first_run", pa.string()),
+            ("last_run", pa.string()),
+            ("commits", pa.string()),
+            ("kind", pa.string()),
+            ("threshold", pa.float64()),
+            ("note", pa.string()),
+            ("author", pa.string()),
+            ("recorded_at", TS),
+        ]
+    ),
 }
 
 DIMENSIONS = ("dim_protocol", "dim_workload", "dim_environment", "dim_implementation")
@@ -246,10 +262,12 @@ TABLES = tuple(SCHEMAS)
 COMPARE_TABLES = ("fact_run_compare", "fact_compare_commit", "fact_compare_file")
 # Written by the change point detection (analysis/change_points.py).
 CHANGE_POINT_TABLES = ("fact_change_point", "change_point_state")
-INGESTED = tuple(t for t in SCHEMAS if t not in CHANGE_POINT_TABLES)
+# Written by people, one row per triage command (liger_warehouse/triage/): never by a refresh.
+TRIAGE_TABLES = ("triage_event",)
+INGESTED = tuple(t for t in SCHEMAS if t not in (*CHANGE_POINT_TABLES, *TRIAGE_TABLES))
 # The tables the lake stores as written. The derived tables are not here: each is a select in
 # sql/derived/, its schema what the select gives, recreated at each publish (lake/objects.py).
-STORED = (*INGESTED, *CHANGE_POINT_TABLES)
+STORED = (*INGESTED, *CHANGE_POINT_TABLES, *TRIAGE_TABLES)
 
 
 def empty(name: str) -> pa.Table:

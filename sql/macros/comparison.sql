@@ -3,7 +3,8 @@
 -- names them), in readable columns with the evidence and verdict of `judge`; `base_kind` tells
 -- the pairs' rows apart. With `steps := true`, also every series' steps between consecutive
 -- builds. `compare_runs` and `compare_versions` are this with the names people type resolved;
--- `regressions` is this over every series' steps.
+-- `regressions` is this over every series' steps. `muted`, `acknowledged`, `acknowledgement` and
+-- `annotations` are the triage of each row (`judge`, docs/TRIAGE.md).
 -- reads: judge
 create or replace macro comparison(pairs, threshold, steps := false) as table
 select
@@ -35,6 +36,10 @@ select
     j.environment_change,
     j.verdict,
     j.threshold,
+    j.muted,
+    j.acknowledged,
+    j.acknowledgement,
+    j.annotations,
     j.history,
     j.base_runs,
     j.head_runs,

@@ -15,7 +15,13 @@
 -- `environment_change` is what the series moved in the environment shifts between the two sides
 -- (`fact_environment_step`; a build's side ends at its newest run): a change it explains is
 -- 'environment' (`environment_verdict`); NULL when no shift lies between them.
--- reads: decompose, dim_build, dim_series, environment_verdict, fact_environment_step, fact_series_noise, run_code_order, verdict
+--
+-- Triage (`series_triage`, docs/TRIAGE.md): a series with a threshold of its own (the series', else
+-- its sweep's, else its kernel's) is judged at it instead of `threshold`, and `threshold` shows
+-- it; `muted` says a mute reaches the series (it is judged all the same); `acknowledged` and
+-- `acknowledgement` are the kind and note of the newest acknowledgement of a run between the
+-- sides; `annotations` the notes on the series' whole history or on a run between the sides.
+-- reads: decompose, dim_build, dim_series, environment_verdict, fact_environment_step, fact_series_noise, run_code_order, series_triage, verdict
 create or replace macro judge(pairs, threshold, steps := false) as table
 with judged as (
     select
@@ -35,10 +41,16 @@ with judged as (
         s.architecture,
         s.workload,
         s.x_name,
-        s.x_value
+        s.x_value,
+        coalesce(t.own_threshold, threshold) as series_threshold,
+        t.muted,
+        t.acks,
+        t.notes
     from decompose(pairs, steps := steps) as d
     join fact_series_noise as n using (series_digest)
     join dim_series as s using (series_digest)
+    -- renamed, qualified: a column named `threshold` in scope would clash with the parameter
+    join series_triage as t using (series_digest)
 ),
 -- each pair's sides as places in upload order: a run, a recent level's run, a build's newest run
 pair_ranks as (
@@ -61,21 +73,34 @@ environment as (
     group by r.pair, e.series_digest, r.head_rank, r.base_rank
 )
 select
-    * exclude (pooled, environment_log),
-    exp(change_log) - 1 as change,
-    exp(change_log - own_log) - 1 as drift,
-    exp(own_log) - 1 as adjusted_change,
-    exp(sweep_own_log) - 1 as sweep_change,
-    sqrt(sweep_noise ^ 2 + residual_noise ^ 2) * noise_scale as noise,
-    own_log / nullif(sqrt(sweep_noise ^ 2 + residual_noise ^ 2) * noise_scale, 0) as z,
-    exp(environment_log) - 1 as environment_change,
-    threshold as threshold,
+    j.* exclude (pooled, series_threshold, acks, notes),
+    exp(j.change_log) - 1 as change,
+    exp(j.change_log - j.own_log) - 1 as drift,
+    exp(j.own_log) - 1 as adjusted_change,
+    exp(j.sweep_own_log) - 1 as sweep_change,
+    sqrt(j.sweep_noise ^ 2 + j.residual_noise ^ 2) * j.noise_scale as noise,
+    j.own_log / nullif(sqrt(j.sweep_noise ^ 2 + j.residual_noise ^ 2) * j.noise_scale, 0) as z,
+    exp(e.environment_log) - 1 as environment_change,
+    j.series_threshold as threshold,
     environment_verdict(
         verdict(
-            change_log, adjusted_log, own_log, sweep_own_log, residual_log,
-            sweep_noise, residual_noise, own_noise, history, pooled, noise_scale, unit, threshold
+            j.change_log, j.adjusted_log, j.own_log, j.sweep_own_log, j.residual_log, j.sweep_noise,
+            j.residual_noise, j.own_noise, j.history, j.pooled, j.noise_scale, j.unit, j.series_threshold
         ),
-        own_log, environment_log, sqrt(sweep_noise ^ 2 + residual_noise ^ 2) * noise_scale, threshold
-    ) as verdict
-from judged
-left join environment using (pair, series_digest);
+        j.own_log, e.environment_log, sqrt(j.sweep_noise ^ 2 + j.residual_noise ^ 2) * j.noise_scale, j.series_threshold
+    ) as verdict,
+    -- the newest acknowledgement of a run between the sides; the notes on the series' whole
+    -- history or on a run between them (most series have neither)
+    case when len(j.acks) > 0 then list_filter(j.acks, a -> a.upload_rank > r.low and a.upload_rank <= r.high)[-1] end as ack,
+    struct_extract(ack, 'kind') as acknowledged,
+    struct_extract(ack, 'note') as acknowledgement,
+    case
+        when len(j.notes) > 0
+            then [n.note for n in j.notes if n.whole or (n.first_rank <= r.high and n.last_rank > r.low)]
+        else []
+    end as annotations
+from judged as j
+left join environment as e on e.pair = j.pair and e.series_digest = j.series_digest
+left join (
+    select pair, least(base_rank, head_rank) as low, greatest(base_rank, head_rank) as high from pair_ranks
+) as r on r.pair = j.pair;
