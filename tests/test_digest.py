@@ -3,13 +3,9 @@ POSTs it, once, to a real HTTP server on loopback; the CLI prints it; bad settin
 
 from __future__ import annotations
 
-import csv
-import gzip
-import io
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from itertools import pairwise
 from pathlib import Path
 
@@ -21,69 +17,18 @@ from liger_warehouse.alerts.webhook import WebhookError, parse_webhooks
 from liger_warehouse.cli import app
 from liger_warehouse.store.raw import RawStore
 from liger_warehouse.store.storage import Storage
+from tests.alerting import inject_run, runs, steadiest_kernels, url, webhook_server
 from tests.conftest import env, refresh
 from tests.plain_duckdb import open_views
 from tests.small_mirror import small_mirror
 
-RUNS = Path("gh-pages") / "benchmarks"
 INJECTED_RUN = "abcdef0"
-
-
-class _Receiver(BaseHTTPRequestHandler):
-    def do_POST(self) -> None:
-        body = self.rfile.read(int(self.headers["Content-Length"]))
-        self.server.received.append((self.path, json.loads(body)))  # type: ignore[attr-defined]
-        self.send_response(500 if self.path == "/down" else 200)
-        self.end_headers()
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
 
 
 @pytest.fixture
 def webhook() -> Iterator[ThreadingHTTPServer]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Receiver)
-    server.received = []  # type: ignore[attr-defined]
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()
-
-
-def _url(server: ThreadingHTTPServer, path: str) -> str:
-    return f"http://127.0.0.1:{server.server_address[1]}{path}"
-
-
-def _steadiest_kernel(root: Path) -> str:
-    """The kernel whose Liger speed series can all see the smallest change: a doubling must show."""
-    with open_views(root / "catalog.sqlite") as con:
-        [(kernel,)] = con.execute(
-            """select kernel from series_noise where is_liger and metric = 'speed' and history >= 5
-               group by kernel order by max(detectable_change), kernel limit 1"""
-        ).fetchall()
-    return kernel
-
-
-def _inject_run(mirror: Path, kernel: str) -> None:
-    """A new run: the newest run's CSV with every Liger speed result of ``kernel`` twice as slow."""
-    runs = (mirror / RUNS / "commits.txt").read_text().split()
-    rows = list(
-        csv.DictReader(
-            io.StringIO(gzip.decompress((mirror / RUNS / runs[-1] / "benchmark.csv.gz").read_bytes()).decode())
-        )
-    )
-    for row in rows:
-        if row["kernel_name"] == kernel and row["kernel_provider"] == "liger" and row["metric_name"] == "speed":
-            for column in ("y_value_20", "y_value_50", "y_value_80"):
-                row[column] = repr(float(row[column]) * 2)
-    out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=list(rows[0]), lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(rows)
-    (mirror / RUNS / INJECTED_RUN).mkdir()
-    (mirror / RUNS / INJECTED_RUN / "benchmark.csv.gz").write_bytes(gzip.compress(out.getvalue().encode()))
-    (mirror / RUNS / "commits.txt").write_text("\n".join([*runs, INJECTED_RUN]) + "\n")
+    with webhook_server() as server:
+        yield server
 
 
 def _cli(*args: str) -> tuple[int, str]:
@@ -96,12 +41,12 @@ def test_a_run_with_regressions_is_digested_and_posted_once(tmp_path: Path, webh
     mirror = small_mirror(tmp_path / "mirror", commits=1, runs=12)  # the history a verdict needs
     root = tmp_path / "warehouse"
     assert refresh(root, upstream=str(mirror)).result.success
-    first = json.loads((root / "digests" / f"{_runs(mirror)[-1]}.json").read_text())
-    assert [entry["run"] for entry in first["runs"]] == [_runs(mirror)[-1]], "a first build digests its newest run"
+    first = json.loads((root / "digests" / f"{runs(mirror)[-1]}.json").read_text())
+    assert [entry["run"] for entry in first["runs"]] == [runs(mirror)[-1]], "a first build digests its newest run"
 
-    kernel = _steadiest_kernel(root)
-    _inject_run(mirror, kernel)
-    hooks = f"{_url(webhook, '/hook')} slack:{_url(webhook, '/chat')} {_url(webhook, '/down')}"
+    [kernel] = steadiest_kernels(root)
+    inject_run(mirror, INJECTED_RUN, [kernel])
+    hooks = f"{url(webhook, '/hook')} slack:{url(webhook, '/chat')} {url(webhook, '/down')}"
     assert refresh(root, upstream=str(mirror), LIGER_WAREHOUSE_ALERT_WEBHOOK=hooks).result.success
     by_path = {path: body for path, body in webhook.received}
     assert [path for path, _ in webhook.received].count("/hook") == 1
@@ -110,7 +55,7 @@ def test_a_run_with_regressions_is_digested_and_posted_once(tmp_path: Path, webh
     stored = json.loads((root / "digests" / f"{INJECTED_RUN}.json").read_text())
     assert posted == stored
     [entry] = posted["runs"]
-    assert (entry["run"], entry["previous_run"]) == (INJECTED_RUN, _runs(mirror)[-2])
+    assert (entry["run"], entry["previous_run"]) == (INJECTED_RUN, runs(mirror)[-2])
     regressed = {line["kernel"] for line in entry["lines"] if line["verdict"] == "regression"}
     assert regressed == {kernel} and entry["regressions"] >= 1
     assert all(s["provider"].startswith("liger") for line in entry["lines"] for s in line["series"])
@@ -121,7 +66,7 @@ def test_a_run_with_regressions_is_digested_and_posted_once(tmp_path: Path, webh
 
     code, printed = _cli("digest", "--warehouse", str(root), "--format", "json")
     assert code == 0 and json.loads(printed) == stored
-    code, printed = _cli("digest", "--warehouse", str(root), "--run", _runs(mirror)[-2])
+    code, printed = _cli("digest", "--warehouse", str(root), "--run", runs(mirror)[-2])
     assert code == 0 and printed.startswith("# Liger benchmark digest")
 
     webhook.received.clear()
@@ -133,17 +78,13 @@ def test_a_run_with_regressions_is_digested_and_posted_once(tmp_path: Path, webh
 def _assert_commits_between(root: Path, mirror: Path) -> None:
     """Each step's commits are the compare's, named by short sha and title, (#PR) kept."""
     raw, named = RawStore(Storage(str(root))), []
-    for base, head in pairwise(_runs(mirror)[:-1]):
+    for base, head in pairwise(runs(mirror)[:-1]):
         compare = mirror / "compare" / f"{base.split('-v')[0]}...{head.split('-v')[0]}.json"
         commits = json.loads(compare.read_text())["commits"] if compare.is_file() else []
         expected = [f"{c['sha'][:7]} {c['commit']['message'].splitlines()[0]}" for c in commits]
         assert commits_between(raw, RunStep(base, head)) == expected, (base, head)
         named += expected
     assert any("(#" in line for line in named), "the cut's runs have merged pull requests between them"
-
-
-def _runs(mirror: Path) -> list[str]:
-    return (mirror / RUNS / "commits.txt").read_text().split()
 
 
 def test_a_webhook_that_is_not_http_is_refused_by_name() -> None:

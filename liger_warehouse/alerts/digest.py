@@ -1,9 +1,12 @@
 """The nightly digest: what each new gh-pages run changed against the run uploaded before it, one
 line per kernel and pass with the series behind it and its suspect commits, the commits between
-the two runs, and the run as an environment shift when it is one (its flags apart).
+the two runs, and the run as an environment shift when it is one (its flags apart). The flags of
+the run before the new ones come back once, now confirmed or retracted by them (``follow_up``).
 
 The verdicts are `compare_runs`' (docs/VERDICTS.md); this module only picks the new runs, groups
 the flagged series and renders them as JSON (for programs and webhooks) and Markdown (for people).
+A flag that is muted or acknowledged (docs/TRIAGE.md) is not alerted: it is counted in
+``left_out`` with the reason.
 """
 
 from __future__ import annotations
@@ -26,10 +29,11 @@ PREFIX = "digests"
 # night, not on its whole history.
 FIRST_DIGEST_RUNS = 1
 DETAIL_COLUMNS = (
-    "provider", "metric", "unit", "gpu", "workload", "base_p50", "head_p50", "change", "adjusted_change", "noise", "z",
+    "series_digest", "provider", "metric", "unit", "gpu", "workload", "base_p50", "head_p50", "change",
+    "adjusted_change", "noise", "z", "confirmation", "annotations",
 )  # fmt: skip
 FLAGGED_SQL = f"""
-    select kernel, mode, verdict, suspect_commits, {", ".join(DETAIL_COLUMNS)}
+    select kernel, mode, verdict, suspect_commits, muted, acknowledged, {", ".join(DETAIL_COLUMNS)}
     from compare_runs($base, $head)
     where verdict in ('regression', 'improvement', 'environment')
     order by kernel, mode, verdict, abs(adjusted_change) desc, gpu, workload, provider
@@ -52,12 +56,13 @@ def runs_in_order(con: duckdb.DuckDBPyConnection) -> list[str]:
     return [run for (run,) in con.execute("select run from gh_pages_runs() order by seq, run").fetchall()]
 
 
-def new_steps(runs: list[str], digested: set[str]) -> list[RunStep]:
+def new_steps(runs: list[str], digested: set[str]) -> tuple[list[RunStep], RunStep | None]:
     """The steps into the runs after the newest digested one (the newest run alone when nothing
-    was digested yet)."""
+    was digested yet), and the step before them, whose flags they confirm or retract."""
     steps = [RunStep(previous, run) for previous, run in pairwise(runs)]
     done = [i for i, step in enumerate(steps) if step.run in digested]
-    return steps[done[-1] + 1 :] if done else steps[-FIRST_DIGEST_RUNS:]
+    first = done[-1] + 1 if done else max(len(steps) - FIRST_DIGEST_RUNS, 0)
+    return steps[first:], steps[first - 1] if first > 0 else None
 
 
 def commits_between(raw: RawStore, step: RunStep) -> list[str]:
@@ -87,15 +92,35 @@ def _lines(rows: list[tuple]) -> list[dict]:
     for line in lines.values():
         line["worst_change"] = line["series"][0]["adjusted_change"]
         line["gpus"] = sorted({s["gpu"] for s in line["series"]})
+        line["confirmed"] = sum(s["confirmation"] == "confirmed" for s in line["series"])
     return list(lines.values())
+
+
+def _left_out(rows: list[tuple]) -> list[dict]:
+    """What triage keeps out of the alert, one entry per kernel, pass, verdict and reason."""
+    counted: dict[tuple, int] = {}
+    for kernel, mode, verdict, _, muted, acknowledged, *_ in rows:
+        reason = "muted" if muted else f"acknowledged ({acknowledged})"
+        counted[kernel, mode, verdict, reason] = counted.get((kernel, mode, verdict, reason), 0) + 1
+    return [
+        {"kernel": k, "mode": m, "verdict": v, "reason": r, "series": n} for (k, m, v, r), n in sorted(counted.items())
+    ]
+
+
+def _flagged(con: duckdb.DuckDBPyConnection, step: RunStep) -> tuple[list[tuple], list[tuple], list[tuple]]:
+    """The step's flags of the code to alert, those triage leaves out, and the environment's."""
+    rows = con.execute(FLAGGED_SQL, {"base": step.previous, "head": step.run}).fetchall()
+    code = [r for r in rows if r[2] != "environment"]
+    alerted = [(k, m, v, s, *d) for k, m, v, s, muted, acked, *d in code if not muted and acked is None]
+    left_out = [r for r in code if r[4] or r[5] is not None]
+    return alerted, left_out, [r for r in rows if r[2] == "environment"]
 
 
 def digest_step(con: duckdb.DuckDBPyConnection, raw: RawStore, step: RunStep) -> dict:
     """The flagged series of one run against the run before it, with the commits in between."""
-    rows = con.execute(FLAGGED_SQL, {"base": step.previous, "head": step.run}).fetchall()
-    lines = _lines([r for r in rows if r[2] != "environment"])
+    alerted, left_out, environment = _flagged(con, step)
+    lines = _lines(alerted)
     shift = con.execute(SHIFT_SQL, {"head": step.run}).fetchone()
-    environment = sum(r[2] == "environment" for r in rows)  # one compare_runs for both
     return {
         "run": step.run,
         "previous_run": step.previous,
@@ -103,22 +128,44 @@ def digest_step(con: duckdb.DuckDBPyConnection, raw: RawStore, step: RunStep) ->
         "improvements": sum(len(line["series"]) for line in lines if line["verdict"] == "improvement"),
         "commits_between": commits_between(raw, step),
         "lines": lines,
+        "left_out": _left_out(left_out),
         "environment_shift": dict(zip(("direction", "moved", "series", "moved_kernels"), shift, strict=True))
-        | {"flags": environment}
+        | {"flags": len(environment)}
         if shift
         else None,
     }
 
 
-def build_digest(con: duckdb.DuckDBPyConnection, raw: RawStore, steps: list[RunStep]) -> dict:
-    """The digest of ``steps``: named by the newest run, one entry per run, with the report of the
-    lake snapshot it was read from (the outputs job writes it after the refresh)."""
+def follow_up(con: duckdb.DuckDBPyConnection, step: RunStep) -> dict:
+    """The flags of the step before the new runs, as the new runs now confirm or retract them."""
+    alerted, left_out, _ = _flagged(con, step)
+    decided = [r for r in alerted if r[4 + DETAIL_COLUMNS.index("confirmation")] != "suspected"]
     return {
+        "run": step.run,
+        "previous_run": step.previous,
+        "lines": _lines(decided),
+        "left_out": _left_out(left_out),
+    }
+
+
+def build_digest(
+    con: duckdb.DuckDBPyConnection, raw: RawStore, steps: list[RunStep], before: RunStep | None = None
+) -> dict:
+    """The digest of ``steps``: named by the newest run, one entry per run, the flags of the step
+    ``before`` them as the new runs decide them, and the report of the lake snapshot it was read
+    from (the outputs job writes it after the refresh)."""
+    snapshot = snapshot_of(con)
+    digest = {
         "digest": steps[-1].run,
         "written_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "runs": [digest_step(con, raw, step) for step in steps],
-        "report": report_key(snapshot_of(con), "index.html"),
+        "follow_up": follow_up(con, before) if before else None,
+        "report": report_key(snapshot, "index.html"),
     }
+    for entry in [*digest["runs"], *([digest["follow_up"]] if before else [])]:
+        for line in entry["lines"]:
+            line["chart"] = report_key(snapshot, f"kernels/{line['kernel']}.html")
+    return digest
 
 
 def digest_key(run: str, fmt: str) -> str:
@@ -157,7 +204,8 @@ def _noise(value: float | None) -> str:
 
 
 def render_markdown(digest: dict) -> str:
-    """The digest for people: a heading per run, a line per kernel and pass, the series below it."""
+    """The digest for people: a heading per run, a line per kernel and pass, the series below it;
+    then what the new runs decided of the flags before them."""
     out = [f"# Liger benchmark digest: {digest['digest']}", ""]
     for entry in digest["runs"]:
         out += [
@@ -174,20 +222,41 @@ def render_markdown(digest: dict) -> str:
                 f"{shift['flags']} series it explains are left out below.",
                 "",
             ]
-        for line in entry["lines"]:
-            suspects = f"; suspects: {', '.join(line['suspect_commits'])}" if line["suspect_commits"] else ""
-            out.append(
-                f"- **{line['kernel']}** {line['mode']}: {line['verdict']} in {len(line['series'])} series, "
-                f"worst {_percent(line['worst_change'])} ({', '.join(line['gpus'])}){suspects}"
-            )
-            out += [
-                f"  - {s['provider']} {s['metric']} {s['workload']} on {s['gpu']}: {s['base_p50']:.4g} → "
-                f"{s['head_p50']:.4g} {s['unit']}, {_percent(s['adjusted_change'])} (noise {_noise(s['noise'])})"
-                for s in line["series"]
-            ]
+        out += _line_items(entry)
         if entry["commits_between"]:
             out += ["", "Commits between the runs:", *(f"- {c}" for c in entry["commits_between"])]
+        out.append("")
+    if follow := digest.get("follow_up"):
+        out += [f"## Since then: the flags of {follow['run']} against {follow['previous_run']}", ""]
+        out += _line_items(follow) or ["None confirmed or retracted."]
         out.append("")
     if digest["report"]:
         out.append(f"Charts: {digest['report']}")
     return "\n".join(out).rstrip() + "\n"
+
+
+def _line_items(entry: dict) -> list[str]:
+    """A bullet per kernel, pass and verdict with its series below; then what triage left out."""
+    out = []
+    for line in entry["lines"]:
+        suspects = f"; suspects: {', '.join(line['suspect_commits'])}" if line["suspect_commits"] else ""
+        out.append(
+            f"- **{line['kernel']}** {line['mode']}: {line['verdict']} in {len(line['series'])} series "
+            f"({line['confirmed']} confirmed), worst {_percent(line['worst_change'])} ({', '.join(line['gpus'])})"
+            f"{suspects} [chart]({line['chart']})"
+        )
+        out += [
+            f"  - {s['provider']} {s['metric']} {s['workload']} on {s['gpu']}: {s['base_p50']:.4g} → "
+            f"{s['head_p50']:.4g} {s['unit']}, {_percent(s['adjusted_change'])} (noise {_noise(s['noise'])}), "
+            f"{s['confirmation']}" + "".join(f"; note: {note}" for note in s["annotations"] or [])
+            for s in line["series"]
+        ]
+    if entry["left_out"]:
+        out.append(
+            "- Left out: "
+            + "; ".join(
+                f"{x['kernel']} {x['mode']} {x['verdict']} in {x['series']} series, {x['reason']}"
+                for x in entry["left_out"]
+            )
+        )
+    return out

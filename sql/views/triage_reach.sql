@@ -23,11 +23,12 @@ targets as (
         target,
         arg_max(action, (recorded_at, event_id)) filter (where action in ('mute', 'unmute')) = 'mute' as muted,
         arg_max(author, (recorded_at, event_id)) filter (where action in ('mute', 'unmute')) as muted_by,
-        arg_max(note, (recorded_at, event_id)) filter (where action in ('mute', 'unmute')) as mute_note,
+        arg_max_null(note, (recorded_at, event_id)) filter (where action in ('mute', 'unmute')) as mute_note,
+        -- NULL once reset to the default (`arg_max_null`: the newest event even when NULL);
         -- qualified: a bare `threshold` clashes with the macro parameters named so (`judge`)
-        arg_max(ev.threshold, (recorded_at, event_id)) filter (where action = 'threshold') as threshold,
+        arg_max_null(ev.threshold, (recorded_at, event_id)) filter (where action = 'threshold') as threshold,
         arg_max(author, (recorded_at, event_id)) filter (where action = 'threshold') as threshold_by,
-        arg_max(note, (recorded_at, event_id)) filter (where action = 'threshold') as threshold_note,
+        arg_max_null(note, (recorded_at, event_id)) filter (where action = 'threshold') as threshold_note,
         list({'recorded_at': recorded_at, 'upload_rank': first_rank, 'run': first_run, 'kind': kind, 'note': concat(note, ' (', author, ', run ', first_run, ')')}
             order by recorded_at, event_id) filter (where action = 'ack' and first_rank is not null) as acks,
         list({

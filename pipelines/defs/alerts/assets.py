@@ -24,10 +24,10 @@ def regression_digest(
     hooks = parse_webhooks(alerts.webhook)  # a bad setting fails here, before anything is written
     storage = warehouse.storage()
     with read_lake(warehouse.lake()) as con:
-        steps = new_steps(runs_in_order(con), digest_names(storage))
+        steps, before = new_steps(runs_in_order(con), digest_names(storage))
         if not steps:
             return dg.MaterializeResult(metadata={"digest": "no new run"})
-        digest = build_digest(con, warehouse.raw(), steps)
+        digest = build_digest(con, warehouse.raw(), steps, before)
     markdown = render_markdown(digest)
     key = write_digest(storage, digest, markdown)
     failures = send_digest(hooks, digest, markdown)

@@ -1,0 +1,80 @@
+"""What the alert tests share: a webhook receiver on loopback and runs with injected regressions."""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+from tests.plain_duckdb import open_views
+
+RUNS = Path("gh-pages") / "benchmarks"
+
+
+class _Receiver(BaseHTTPRequestHandler):
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        self.server.received.append((self.path, json.loads(body)))  # type: ignore[attr-defined]
+        self.send_response(500 if self.path == "/down" else 200)
+        self.end_headers()
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@contextmanager
+def webhook_server() -> Iterator[ThreadingHTTPServer]:
+    """A real HTTP server on loopback that keeps every POST as (path, JSON body); ``/down`` answers 500."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Receiver)
+    server.received = []  # type: ignore[attr-defined]
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def url(server: ThreadingHTTPServer, path: str) -> str:
+    return f"http://127.0.0.1:{server.server_address[1]}{path}"
+
+
+def runs(mirror: Path) -> list[str]:
+    return (mirror / RUNS / "commits.txt").read_text().split()
+
+
+def steadiest_kernels(root: Path, n: int = 1) -> list[str]:
+    """The ``n`` kernels whose Liger speed series can all see the smallest change: a doubling must show."""
+    with open_views(root / "catalog.sqlite") as con:
+        rows = con.execute(
+            """select kernel from series_noise where is_liger and metric = 'speed' and history >= 5
+               group by kernel order by max(detectable_change), kernel limit ?""",
+            [n],
+        ).fetchall()
+    return [kernel for (kernel,) in rows]
+
+
+def inject_run(mirror: Path, name: str, kernels: list[str], copy_of: str | None = None) -> None:
+    """A new run ``name``: run ``copy_of``'s CSV (default the newest) with every Liger speed result
+    of ``kernels`` twice as slow, listed after the others."""
+    listed = runs(mirror)
+    source = mirror / RUNS / (copy_of or listed[-1]) / "benchmark.csv.gz"
+    rows = list(csv.DictReader(io.StringIO(gzip.decompress(source.read_bytes()).decode())))
+    for row in rows:
+        if row["kernel_name"] in kernels and row["kernel_provider"] == "liger" and row["metric_name"] == "speed":
+            for column in ("y_value_20", "y_value_50", "y_value_80"):
+                row[column] = repr(float(row[column]) * 2)
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=list(rows[0]), lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    (mirror / RUNS / name).mkdir()
+    (mirror / RUNS / name / "benchmark.csv.gz").write_bytes(gzip.compress(out.getvalue().encode()))
+    (mirror / RUNS / "commits.txt").write_text("\n".join([*listed, name]) + "\n")
