@@ -89,11 +89,15 @@ class Settings(msgspec.Struct, frozen=True, rename=_variable):
     aws_region: str | None = None
     # Webhooks that receive the nightly digest (liger_warehouse/alerts/webhook.py), space-separated.
     alert_webhook: str | None = None
+    # A GitHub repository (owner/name) that gets an issue per newly confirmed regression, and a
+    # token that may write its issues (liger_warehouse/alerts/github_issues.py); both or neither.
+    alert_github_repo: str | None = None
+    alert_github_token: str | None = None
     dagster_home: str | None = None
 
     def __repr__(self) -> str:
         # Keeps the token out of logs and tracebacks that print the settings.
-        secret = ("github_token", "aws_secret_access_key")
+        secret = ("github_token", "alert_github_token", "aws_secret_access_key")
         shown = (f"{name}={value!r}" for name, value in msgspec.structs.asdict(self).items() if name not in secret)
         return f"Settings({', '.join(shown)})"
 

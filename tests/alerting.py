@@ -42,6 +42,53 @@ def webhook_server() -> Iterator[ThreadingHTTPServer]:
         server.server_close()
 
 
+class _Issues(BaseHTTPRequestHandler):
+    """GitHub's issue endpoints of one repository, as far as the alerts use them."""
+
+    def _reply(self, status: int, body: object) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self) -> None:
+        self.server.tokens.append(self.headers.get("Authorization"))  # type: ignore[attr-defined]
+        self._reply(200, [i for i in self.server.issues if i["state"] == "open"])  # type: ignore[attr-defined]
+
+    def do_POST(self) -> None:
+        self.server.tokens.append(self.headers.get("Authorization"))  # type: ignore[attr-defined]
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        issues = self.server.issues  # type: ignore[attr-defined]
+        if self.path.endswith("/comments"):
+            number = int(self.path.split("/")[-2])
+            next(i for i in issues if i["number"] == number)["comments"].append(body["body"])
+            self._reply(201, {"id": len(issues)})
+            return
+        issue = {"number": len(issues) + 1, "state": "open", "comments": [], **body}
+        issues.append(issue)
+        self._reply(201, issue)
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@contextmanager
+def issue_server(issues: list[dict] | None = None) -> Iterator[ThreadingHTTPServer]:
+    """GitHub's issues of one repository on loopback: ``issues`` open at first, ``tokens`` seen."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Issues)
+    server.issues = list(issues or [])  # type: ignore[attr-defined]
+    server.tokens = []  # type: ignore[attr-defined]
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 def url(server: ThreadingHTTPServer, path: str) -> str:
     return f"http://127.0.0.1:{server.server_address[1]}{path}"
 

@@ -27,6 +27,7 @@ LAYERS: list[set[str]] = [
     {"normalize"},
     {"audit", "analysis"},  # checks and change points, run inside the publishing transaction
     {"build"},  # the publishing transaction
+    {"triage"},  # what people say of the verdicts: one event per command, into the lake
     {"export", "report", "alerts"},
     {"imports"},  # kernelindex records come in through export's rules
     {"cli"},

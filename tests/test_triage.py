@@ -20,7 +20,7 @@ import pytest
 from typer.testing import CliRunner
 
 from liger_warehouse.cli import app
-from tests.alerting import inject_run, runs, steadiest_kernels, url, webhook_server
+from tests.alerting import inject_run, issue_server, runs, steadiest_kernels, url, webhook_server
 from tests.conftest import refresh
 from tests.plain_duckdb import open_views
 from tests.reliability.published import cli_env, cli_script, dagster_home
@@ -41,6 +41,8 @@ class Story:
     posts: list[list[tuple[str, dict]]]  # what the webhook received at each alerting refresh
     before_ack: int  # the lake's snapshot just before the acknowledgement
     killed: subprocess.CompletedProcess
+    issues: list[dict]  # the GitHub issues after the last refresh (one was open before it)
+    tokens: list[str | None]  # the Authorization header of every call to the issue tracker
 
 
 def cli(*args: str) -> tuple[int, str]:
@@ -71,11 +73,23 @@ def story(tmp_path_factory: pytest.TempPathFactory) -> Story:
     code, said = cli("mute", "--kernel", muted, "--note", "too noisy to alert on", "--warehouse", str(root))
     assert code == 0, said
     posts = []
-    with webhook_server() as server:
-        hooks = {"LIGER_WAREHOUSE_ALERT_WEBHOOK": url(server, "/hook")}
+    with webhook_server() as server, issue_server() as tracker:
+        hooks = {
+            "LIGER_WAREHOUSE_ALERT_WEBHOOK": url(server, "/hook"),
+            "LIGER_WAREHOUSE_ALERT_GITHUB_REPO": "linkedin/Liger-Kernel",
+            "LIGER_WAREHOUSE_ALERT_GITHUB_TOKEN": "issue-token",
+            "LIGER_WAREHOUSE_GITHUB_API": url(tracker, ""),
+        }
         inject_run(mirror, FIRST, [acked, alerted, muted], copy_of=newest)
         assert refresh(root, upstream=str(mirror), **hooks).result.success
         posts.append(list(server.received))
+        injected = {
+            f"Benchmark regression: {k} {m}" for k in (acked, alerted, muted) for m in ("forward", "backward", "full")
+        }
+        assert not injected & {i["title"] for i in tracker.issues}, "suspected only: no issue yet"
+        # one of the kernel's passes has an issue open already: it gets a comment, not a twin
+        seeded = f"Benchmark regression: {alerted} {_flagged_modes(root, mirror, alerted)[0]}"
+        tracker.issues.append({"number": 1000, "state": "open", "comments": [], "title": seeded})
         before_ack = snapshot(root)
         code, said = cli(
             "ack", "--kernel", acked, "--run", FIRST, "--kind", "expected", "--note", "trades speed for memory (#1)",
@@ -96,7 +110,16 @@ def story(tmp_path_factory: pytest.TempPathFactory) -> Story:
         server.received.clear()
         assert refresh(root, upstream=str(mirror), **hooks).result.success
         posts.append(list(server.received))
-    return Story(root, mirror, acked, alerted, muted, posts, before_ack, killed)
+    return Story(root, mirror, acked, alerted, muted, posts, before_ack, killed, tracker.issues, tracker.tokens)
+
+
+def _flagged_modes(root: Path, mirror: Path, kernel: str) -> list[str]:
+    with open_views(root / "catalog.sqlite") as con:
+        rows = con.execute(
+            "select distinct mode from compare_runs(?, ?) where kernel = ? and verdict = 'regression' order by mode",
+            [runs(mirror)[runs(mirror).index(FIRST) - 1], FIRST, kernel],
+        ).fetchall()
+    return [mode for (mode,) in rows]
 
 
 def test_one_post_names_the_injected_regressions_and_matches_the_digest_file(story: Story) -> None:
@@ -241,3 +264,19 @@ def test_annotations_reach_the_comparisons_that_span_them(story: Story, tmp_path
     assert all(notes[0] == run_note for _, notes in spanning)
     assert all((kernel_note in notes) == (kernel == story.alerted) for kernel, notes in spanning)
     assert all(notes == ([kernel_note] if kernel == story.alerted else []) for kernel, notes in after)
+
+
+def test_a_confirmed_regression_opens_or_updates_one_github_issue_per_kernel_and_pass(story: Story) -> None:
+    modes = _flagged_modes(story.root, story.mirror, story.alerted)
+    titles = [f"Benchmark regression: {story.alerted} {mode}" for mode in modes]
+    ours = [
+        i for i in story.issues if i["title"].split(": ")[1].split()[0] in (story.acked, story.alerted, story.muted)
+    ]
+    assert sorted(i["title"] for i in ours) == sorted(titles), "acknowledged and muted kernels get none"
+    seeded = next(i for i in ours if i["number"] == 1000)
+    assert len(seeded["comments"]) == 1 and "labels" not in seeded, "the open issue is updated, not doubled"
+    for issue in ours:
+        text = issue["body"] if issue["number"] != 1000 else issue["comments"][0]
+        assert f"Run {FIRST} against" in text and f"**{story.alerted}**" in text and "confirmed" in text
+        assert issue.get("labels", ["benchmark-regression"]) == ["benchmark-regression"]
+    assert set(story.tokens) == {"Bearer issue-token"}

@@ -222,20 +222,20 @@ def render_markdown(digest: dict) -> str:
                 f"{shift['flags']} series it explains are left out below.",
                 "",
             ]
-        out += _line_items(entry)
+        out += line_items(entry)
         if entry["commits_between"]:
             out += ["", "Commits between the runs:", *(f"- {c}" for c in entry["commits_between"])]
         out.append("")
     if follow := digest.get("follow_up"):
         out += [f"## Since then: the flags of {follow['run']} against {follow['previous_run']}", ""]
-        out += _line_items(follow) or ["None confirmed or retracted."]
+        out += line_items(follow) or ["None confirmed or retracted."]
         out.append("")
     if digest["report"]:
         out.append(f"Charts: {digest['report']}")
     return "\n".join(out).rstrip() + "\n"
 
 
-def _line_items(entry: dict) -> list[str]:
+def line_items(entry: dict) -> list[str]:
     """A bullet per kernel, pass and verdict with its series below; then what triage left out."""
     out = []
     for line in entry["lines"]:

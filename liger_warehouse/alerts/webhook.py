@@ -56,28 +56,41 @@ class _Refused(Exception):
     """An answer that another try would not change."""
 
 
-def _post(client: httpx.Client, hook: Webhook, body: dict) -> None:
-    status = client.post(hook.url, json=body).status_code
-    if status >= 500 or status == 429:
-        raise _Unavailable(f"HTTP {status}")
-    if status >= 400:
-        raise _Refused(f"HTTP {status}")
+# What a failed alert delivery raises, once its tries are spent.
+FAILED = (httpx.HTTPError, _Unavailable, _Refused)
 
 
-def send_digest(hooks: list[Webhook], digest: dict, markdown: str) -> list[str]:
-    """POST the digest to every webhook; what failed, one line each (empty when all took it)."""
-    failures = []
-    retrying = Retrying(
+def checked(response: httpx.Response) -> httpx.Response:
+    """``response``, or the exception its status calls for (retried or not: ``retrying``)."""
+    if response.status_code >= 500 or response.status_code == 429:
+        raise _Unavailable(f"HTTP {response.status_code}")
+    if response.status_code >= 400:
+        raise _Refused(f"HTTP {response.status_code}")
+    return response
+
+
+def retrying() -> Retrying:
+    """A few tries, backing off, of a call that failed on the network, a server error or a rate limit."""
+    return Retrying(
         stop=stop_after_attempt(ATTEMPTS),
         wait=wait_exponential(multiplier=0.5, max=5),
         retry=retry_if_exception_type((httpx.TransportError, _Unavailable)),
         reraise=True,
     )
-    with httpx.Client(timeout=TIMEOUT_SECONDS, headers={"User-Agent": "liger-warehouse"}) as client:
+
+
+def alert_client(headers: dict[str, str] | None = None) -> httpx.Client:
+    return httpx.Client(timeout=TIMEOUT_SECONDS, headers={"User-Agent": "liger-warehouse", **(headers or {})})
+
+
+def send_digest(hooks: list[Webhook], digest: dict, markdown: str) -> list[str]:
+    """POST the digest to every webhook; what failed, one line each (empty when all took it)."""
+    failures = []
+    with alert_client() as client:
         for hook in hooks:
             body = {"text": markdown} if hook.slack else digest
             try:
-                retrying(_post, client, hook, body)
-            except (httpx.HTTPError, _Unavailable, _Refused) as exc:
+                retrying()(lambda: checked(client.post(hook.url, json=body)))  # noqa: B023 (called at once)
+            except FAILED as exc:
                 failures.append(f"alert webhook {hook.shown}: {type(exc).__name__}: {exc}".splitlines()[0])
     return failures

@@ -7,6 +7,7 @@ import dagster as dg
 from pydantic import PrivateAttr
 
 from liger_warehouse import settings
+from liger_warehouse.alerts.github_issues import IssueTracker, issue_tracker
 from liger_warehouse.analysis.series_pool import SeriesPool
 from liger_warehouse.lake.location import Lake
 from liger_warehouse.settings import DEFAULT_UPSTREAM
@@ -70,9 +71,15 @@ class ChangePointResource(dg.ConfigurableResource):
 
 class AlertResource(dg.ConfigurableResource):
     """Where the nightly digest goes: webhook URLs, space-separated (``slack:`` before a URL sends
-    a chat-style ``{"text": …}`` body; liger_warehouse/alerts/webhook.py)."""
+    a chat-style ``{"text": …}`` body; liger_warehouse/alerts/webhook.py), and the GitHub
+    repository that gets an issue per confirmed regression (its token is read at run time)."""
 
     webhook: str | None = None
+    github_repo: str | None = None
+
+    def issue_tracker(self) -> IssueTracker | None:
+        s = settings.current()
+        return issue_tracker(s.github_api, self.github_repo, s.alert_github_token)
 
 
 class UpstreamResource(dg.ConfigurableResource):
@@ -99,7 +106,7 @@ def resources() -> dg.Definitions:
     return dg.Definitions(
         resources={
             "warehouse": WarehouseResource(root=s.dir, catalog=s.catalog, data=s.data),
-            "alerts": AlertResource(webhook=s.alert_webhook),
+            "alerts": AlertResource(webhook=s.alert_webhook, github_repo=s.alert_github_repo),
             "change_points": ChangePointResource(workers=s.change_point_workers or os.cpu_count() or 1),
             "upstream": UpstreamResource(upstream=s.upstream),
         }

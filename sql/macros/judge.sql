@@ -91,7 +91,7 @@ select
     ) as verdict,
     -- the newest acknowledgement of a run between the sides; the notes on the series' whole
     -- history or on a run between them (most series have neither)
-    case when len(j.acks) > 0 then list_filter(j.acks, a -> a.upload_rank > r.low and a.upload_rank <= r.high)[-1] end as ack,
+    case when len(j.acks) > 0 then list_filter(j.acks, lambda a: a.upload_rank > r.low and a.upload_rank <= r.high)[-1] end as ack,
     struct_extract(ack, 'kind') as acknowledged,
     struct_extract(ack, 'note') as acknowledgement,
     case

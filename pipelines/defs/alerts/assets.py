@@ -10,6 +10,7 @@ from liger_warehouse.alerts.digest import (
     runs_in_order,
     write_digest,
 )
+from liger_warehouse.alerts.github_issues import file_issues
 from liger_warehouse.alerts.webhook import parse_webhooks, send_digest
 from liger_warehouse.lake.connect import read_lake
 from pipelines.defs.resources import AlertResource, WarehouseResource
@@ -22,6 +23,7 @@ def regression_digest(
     """``<warehouse>/digests/<run>.md|json``: the regressions and improvements of each new gh-pages
     run against the run before it, by kernel and pass, POSTed to the alert webhooks."""
     hooks = parse_webhooks(alerts.webhook)  # a bad setting fails here, before anything is written
+    tracker = alerts.issue_tracker()
     storage = warehouse.storage()
     with read_lake(warehouse.lake()) as con:
         steps, before = new_steps(runs_in_order(con), digest_names(storage))
@@ -31,6 +33,8 @@ def regression_digest(
     markdown = render_markdown(digest)
     key = write_digest(storage, digest, markdown)
     failures = send_digest(hooks, digest, markdown)
+    issues, issue_failures = file_issues(tracker, digest) if tracker else ([], [])
+    failures += issue_failures
     for failure in failures:
         context.log.warning(failure)
     return dg.MaterializeResult(
@@ -40,7 +44,8 @@ def regression_digest(
             "regressions": sum(entry["regressions"] for entry in digest["runs"]),
             "improvements": sum(entry["improvements"] for entry in digest["runs"]),
             "webhooks": len(hooks),
-            "webhook_failures": len(failures),
+            "alert_failures": len(failures),
+            "github_issues": issues,
             "summary": dg.MetadataValue.md(markdown),
         }
     )
