@@ -8,7 +8,7 @@ import io
 import json
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -29,10 +29,11 @@ class _Receiver(BaseHTTPRequestHandler):
 
 
 @contextmanager
-def webhook_server() -> Iterator[ThreadingHTTPServer]:
-    """A real HTTP server on loopback that keeps every POST as (path, JSON body); ``/down`` answers 500."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Receiver)
-    server.received = []  # type: ignore[attr-defined]
+def _serve(handler: type[BaseHTTPRequestHandler], **state: list) -> Iterator[ThreadingHTTPServer]:
+    """``handler`` on a loopback port, in a thread, with ``state`` as attributes of the server."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    for name, value in state.items():
+        setattr(server, name, value)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
@@ -40,6 +41,11 @@ def webhook_server() -> Iterator[ThreadingHTTPServer]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+def webhook_server() -> AbstractContextManager[ThreadingHTTPServer]:
+    """A real HTTP server on loopback that keeps every POST as (path, JSON body); ``/down`` answers 500."""
+    return _serve(_Receiver, received=[])
 
 
 class _Issues(BaseHTTPRequestHandler):
@@ -74,19 +80,9 @@ class _Issues(BaseHTTPRequestHandler):
         pass
 
 
-@contextmanager
-def issue_server(issues: list[dict] | None = None) -> Iterator[ThreadingHTTPServer]:
+def issue_server(issues: list[dict] | None = None) -> AbstractContextManager[ThreadingHTTPServer]:
     """GitHub's issues of one repository on loopback: ``issues`` open at first, ``tokens`` seen."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Issues)
-    server.issues = list(issues or [])  # type: ignore[attr-defined]
-    server.tokens = []  # type: ignore[attr-defined]
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield server
-    finally:
-        server.shutdown()
-        server.server_close()
+    return _serve(_Issues, issues=list(issues or []), tokens=[])
 
 
 def url(server: ThreadingHTTPServer, path: str) -> str:

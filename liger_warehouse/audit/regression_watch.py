@@ -1,6 +1,6 @@
 """Regressions a refresh brought in: the judged steps of ``regressions`` whose head build the
 refresh created or changed (a new nightly run, a new release run, new main-branch rows of a
-version).
+version), but for those triage mutes or acknowledges.
 
 A step's verdict reads each series' noise, and the noise moves a little with every run added,
 so comparing the whole ``regressions`` view before and after a refresh would call old steps new
@@ -30,7 +30,9 @@ MAX_ROWS = 20
 NEWEST_FIRST = (
     f"select {', '.join(f'r.{c}' for c in (*SHOWN, 'series_digest'))} "
     "from regressions as r join dim_build as b on b.build = r.head_version "
-    "where r.verdict = 'regression' order by b.build_rank desc, r.adjusted_change desc, r.kernel"
+    # a muted or acknowledged step is no news to warn of (docs/TRIAGE.md)
+    "where r.verdict = 'regression' and not r.muted and r.acknowledged is null "
+    "order by b.build_rank desc, r.adjusted_change desc, r.kernel"
 )
 BUILDS = "select build, sources, results from dim_build"
 

@@ -116,15 +116,7 @@ def mute(
     data: DataOpt = None,
 ) -> None:
     """Keep a series, sweep or kernel out of alerts; it is still judged and stored."""
-    from liger_warehouse.triage import events
-
-    def make(con) -> events.Event:
-        target = events.resolve_target(con, series, sweep, kernel)
-        if events.is_muted(con, target):
-            raise events.TriageRejected(f"{target.shown} is muted already")
-        return events.Event("mute", target, _author(by), note)
-
-    _write(warehouse, catalog, data, make, "muted")
+    _set_mute(True, (series, sweep, kernel), note, by, (warehouse, catalog, data))
 
 
 @app.command()
@@ -139,15 +131,21 @@ def unmute(
     data: DataOpt = None,
 ) -> None:
     """Let a muted series, sweep or kernel alert again."""
+    _set_mute(False, (series, sweep, kernel), note, by, (warehouse, catalog, data))
+
+
+def _set_mute(
+    muted: bool, named: tuple[str | None, str | None, str | None], note: str | None, by: str | None, where: tuple
+) -> None:
     from liger_warehouse.triage import events
 
     def make(con) -> events.Event:
-        target = events.resolve_target(con, series, sweep, kernel)
-        if not events.is_muted(con, target):
-            raise events.TriageRejected(f"{target.shown} is not muted")
-        return events.Event("unmute", target, _author(by), note)
+        target = events.resolve_target(con, *named)
+        if events.is_muted(con, target) == muted:
+            raise events.TriageRejected(f"{target.shown} is {'muted already' if muted else 'not muted'}")
+        return events.Event("mute" if muted else "unmute", target, _author(by), note)
 
-    _write(warehouse, catalog, data, make, "unmuted")
+    _write(*where, make, "muted" if muted else "unmuted")
 
 
 @app.command()
