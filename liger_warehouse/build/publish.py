@@ -96,12 +96,13 @@ def publish(
             raise ChecksFailed(outcomes)
         con.execute(f"call {ALIAS}.set_commit_message(?, ?, extra_info => ?)", [AUTHOR, message, json.dumps(summary)])
         failpoint("publish")
-        _commit(con)
+        commit(con)
         (snapshot,) = con.execute(f"select max(snapshot_id) from ducklake_snapshots('{ALIAS}')").fetchone()
         return Published(summary, snapshot, outcomes, counts, created)
 
 
-def _commit(con: duckdb.DuckDBPyConnection) -> None:
+def commit(con: duckdb.DuckDBPyConnection) -> None:
+    """Commit ``con``'s transaction; ``PublishConflict`` when another writer committed first."""
     try:
         con.execute("commit")
     except duckdb.TransactionException as exc:

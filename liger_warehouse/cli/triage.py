@@ -29,6 +29,7 @@ class AckKind(StrEnum):
 
 def _write(warehouse: str | None, catalog: str | None, data: str | None, make: Callable, done: str) -> None:
     """Record what ``make`` checks and returns (``triage.events.record``); say what was written."""
+    from liger_warehouse.build.publish import PublishConflict
     from liger_warehouse.lake.location import NoWarehouse
     from liger_warehouse.triage.events import TriageRejected, record
 
@@ -36,8 +37,8 @@ def _write(warehouse: str | None, catalog: str | None, data: str | None, make: C
         event, snapshot = record(lake_of(warehouse, catalog, data), make)
     except NoWarehouse as exc:
         raise CliError(str(exc), "triage needs a published warehouse") from None
-    except TriageRejected as exc:
-        print_one_line(f"{exc}; nothing was written")
+    except (TriageRejected, PublishConflict) as exc:
+        print_one_line(f"{exc}; nothing was written" if isinstance(exc, TriageRejected) else str(exc))
         raise typer.Exit(1) from None
     console.print(f"{done} {event.target.shown} (snapshot {snapshot})", soft_wrap=True)
 

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 
 import duckdb
 
+from liger_warehouse.build.publish import commit
 from liger_warehouse.lake.connect import open_lake, writer_turn
 from liger_warehouse.lake.location import ALIAS, Lake, NoWarehouse
 from liger_warehouse.lake.objects import create_derived_reading, create_sql_objects, create_tables, sql_current
@@ -169,24 +170,22 @@ def is_muted(con: duckdb.DuckDBPyConnection, target: Target) -> bool:
 
 def record(lake: Lake, make: Callable[[duckdb.DuckDBPyConnection], Event]) -> tuple[Event, int]:
     """``make(con)`` checks what it names and returns the event; it is appended as the lake's
-    next snapshot, which is returned with it. A ``TriageRejected`` from ``make`` writes nothing."""
+    next snapshot, which is returned with it. A ``TriageRejected`` from ``make`` writes nothing; so
+    does a ``PublishConflict``: a refresh committed to a PostgreSQL catalog first (on a SQLite one
+    they take turns)."""
     if not lake.exists():
         raise NoWarehouse(f"no warehouse at {lake.catalog}: run `liger-warehouse refresh` first")
     with writer_turn(lake), open_lake(lake) as con:
+        # leaving the block on an error closes the connection: its transaction is dropped
         con.execute("begin")
-        try:
-            create_tables(con)  # a lake published before triage existed gains its table here
-            current = sql_current(con)
-            if not current:  # this code's views, to check what the event names against
-                create_sql_objects(con)
-            event = make(con)
-            con.execute("insert into triage_event values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", event.row())
-            create_derived_reading(con, "triage_event")
-            message = f"{event.action} {event.target.shown}"
-            con.execute(f"call {ALIAS}.set_commit_message(?, ?)", [event.author, message])
-            con.execute("commit")
-        except BaseException:
-            con.execute("rollback")
-            raise
+        create_tables(con)  # a lake published before triage existed gains its table here
+        if not sql_current(con):  # this code's views, to check what the event names against
+            create_sql_objects(con)
+        event = make(con)
+        con.execute("insert into triage_event values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", event.row())
+        create_derived_reading(con, "triage_event")
+        message = f"{event.action} {event.target.shown}"
+        con.execute(f"call {ALIAS}.set_commit_message(?, ?)", [event.author, message])
+        commit(con)
         (snapshot,) = con.execute(f"select max(snapshot_id) from ducklake_snapshots('{ALIAS}')").fetchone()
     return event, snapshot

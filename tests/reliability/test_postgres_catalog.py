@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from liger_warehouse.lake.connect import open_lake
 from liger_warehouse.lake.location import Lake
 from tests.reliability.direct import refresh_lake
 from tests.reliability.postgres import Postgres, postgres  # noqa: F401 - the fixture
@@ -138,3 +139,35 @@ def test_a_refresh_killed_before_its_commit_leaves_the_postgres_catalog_as_it_wa
     # The next refresh (the same host) publishes what one writer alone does.
     assert refresh_lake(str(tmp_path / "host-b"), str(after_mirror), shared_lake).snapshot is not None
     assert contents(tmp_path, shared_lake) == one_writer
+
+
+def test_a_triage_write_during_a_refresh_is_kept_and_the_lake_stays_consistent(shared_lake, after_mirror, tmp_path):
+    """A triage write commits while a refresh holds its transaction open: both touch
+    ``series_triage``, so DuckLake lets one of them win. The mute must be there afterwards, and
+    ``series_triage`` must agree with ``triage_event`` whichever committed first."""
+    from liger_warehouse.triage import events
+
+    release = tmp_path / "release"
+    host = _host(tmp_path / "host-b", after_mirror, shared_lake, LIGER_WAREHOUSE_PAUSE=f"publish={release}")
+    try:
+        _wait_for([Path(f"{release}.reached")])
+
+        def mute(con):
+            return events.Event("mute", events.resolve_target(con, None, None, "rms_norm"), "oncall", "noisy")
+
+        _, snapshot = events.record(shared_lake, mute)
+    finally:
+        release.touch()
+    out, _ = host.communicate(timeout=300)
+    said = json.loads(out.strip().splitlines()[-1])
+    assert host.returncode == 0 or said["error"] == "PublishConflict", said
+    if host.returncode != 0:  # the refresh lost: the next one publishes, with the mute standing
+        assert refresh_lake(str(tmp_path / "host-b"), str(after_mirror), shared_lake).snapshot > snapshot
+    with open_lake(shared_lake, read_only=True) as con:
+        muted = con.execute(
+            "select bool_and(t.muted), count(*) from series_triage as t join dim_series as s using (series_digest) "
+            "where s.kernel = 'rms_norm'"
+        ).fetchone()
+        assert con.execute("select count(*) from triage_event where action = 'mute'").fetchone()[0] == 1
+    assert muted[0] is True and muted[1] > 0, "series_triage agrees with the event log"
+    assert_current_is_whole(tmp_path, shared_lake)
