@@ -1,6 +1,8 @@
-"""The benchmark report: one self-contained HTML page of Vega-Lite charts, plus PNG renders.
+"""The benchmark report: self-contained HTML pages of Vega-Lite charts, plus PNG renders.
 
 Pure logic (no Dagster): ``build.build_report(con, out)`` reads the public views of a read-only
-reader of the lake and writes ``out/index.html`` and ``out/*.png``; ``publish`` copies them
-into the warehouse. Nothing is imported here, so publishing does not load the Altair stack.
+reader of the lake and writes ``out/index.html`` (the overview, with the open regressions),
+``out/kernels/<kernel>.html`` (each kernel's history per gh-pages run, with its change points,
+environment shifts and triage marked, and its regressions) and ``out/*.png``; ``publish`` copies
+them into the warehouse. Nothing is imported here, so publishing does not load the Altair stack.
 """

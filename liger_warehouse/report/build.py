@@ -1,4 +1,5 @@
-"""Build the report: read the views, draw the charts, write ``index.html`` and the PNG renders."""
+"""Build the report: read the views, draw the charts, write ``index.html``, one page per kernel
+(``kernels/<kernel>.html``) and the PNG renders."""
 
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ import altair as alt
 import duckdb
 import vl_convert
 
-from liger_warehouse.report import charts, data, page
+from liger_warehouse.report import charts, data, kernel_page, kernels, page
 from liger_warehouse.report.data import ReportData
+from liger_warehouse.report.history import history_spec
+from liger_warehouse.report.paths import kernel_path
 from liger_warehouse.report.png import render
 
 INDEX = "index.html"
@@ -20,11 +23,15 @@ PNG_SCALE = 1.5
 
 @dataclass
 class Report:
+    """A built report: the index, the kernel pages and the PNGs, written where ``build_report`` was told."""
+
     html: Path
     snapshot: int  # the lake snapshot it was drawn from
-    charts: int
+    charts: int  # on the index
     pngs: dict[str, Path] = field(default_factory=dict)
     missing_views: list[str] = field(default_factory=list)
+    kernel_pages: dict[str, Path] = field(default_factory=dict)  # by kernel
+    open_regressions: int = 0  # flagged, neither acknowledged nor muted
 
 
 def vl_version() -> str:
@@ -33,14 +40,19 @@ def vl_version() -> str:
 
 
 def build_report(con: duckdb.DuckDBPyConnection, out: Path, png: bool = True) -> Report:
-    """Write ``out/index.html`` (and, with ``png``, one PNG per overview chart) from a reader of the lake."""
+    """Write ``out/index.html``, ``out/kernels/<kernel>.html`` (and, with ``png``, one PNG per
+    overview chart) from a reader of the lake."""
     out.mkdir(parents=True, exist_ok=True)
     rows = data.load(con)
     specs, body, overview = _content(rows)
+    pages = _kernel_pages(con, rows, specs, out)
     title = f"Liger-Kernel benchmark report, snapshot {rows.snapshot}"
     target = out / INDEX
     target.write_text(page.page(title, body, specs, vl_version()), encoding="utf-8")
-    report = Report(target, rows.snapshot, len(specs), missing_views=rows.missing)
+    opened = rows.open.total if rows.open else 0
+    report = Report(
+        target, rows.snapshot, len(specs), missing_views=rows.missing, kernel_pages=pages, open_regressions=opened
+    )
     if png:
         for chart_id in overview:
             path = out / f"{chart_id}.png"
@@ -49,10 +61,39 @@ def build_report(con: duckdb.DuckDBPyConnection, out: Path, png: bool = True) ->
     return report
 
 
+def _kernel_pages(
+    con: duckdb.DuckDBPyConnection, rows: ReportData, specs: dict[str, dict], out: Path
+) -> dict[str, Path]:
+    """Write the page of every kernel; its chart across releases is the index's (``specs``)."""
+    return {
+        kernel: _kernel_page(history, rows, specs.get(_p50_id(kernel)), out)
+        for kernel, history in kernels.load(con, rows.kernels).items()
+    }
+
+
+def _kernel_page(history: kernels.KernelHistory, rows: ReportData, releases: dict | None, out: Path) -> Path:
+    """Write one kernel's page: its chart per gh-pages run, its regressions, its chart across releases."""
+    specs = {kernel_page.HISTORY: history_spec(history)} if history.points else {}
+    if releases is not None:
+        specs[kernel_page.RELEASES] = releases
+    meta = f"Lake snapshot <code>{rows.snapshot}</code>, published {html.escape(rows.created_at)}:"
+    counts = rows.open_counts.get(history.kernel, (0, 0))
+    body = kernel_page.body(history, meta, counts, releases is not None, _footer(rows))
+    path = out / kernel_path(history.kernel)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    title = f"{history.kernel}: Liger-Kernel benchmark report, snapshot {rows.snapshot}"
+    path.write_text(page.page(title, body, specs, vl_version()), encoding="utf-8")
+    return path
+
+
+def _p50_id(kernel: str) -> str:
+    return f"p50-{page.slug(kernel)}"
+
+
 def _content(rows: ReportData) -> tuple[dict[str, dict], str, list[str]]:
     """Chart specs by id, the page body, and the ids worth a PNG (overviews plus one kernel)."""
     specs: dict[str, dict] = {}
-    parts = [_header(rows)]
+    parts = [_header(rows), _open_section(rows)]
     if rows.speedup:
         specs["speedup"] = charts.to_spec(charts.speedup_chart(rows.speedup), rows.speedup)
     parts.append(_section("speedup", "Liger's speedup over each baseline", SPEEDUP_TEXT, "speedup" in specs))
@@ -89,7 +130,7 @@ def _p50_specs(rows: ReportData, specs: dict[str, dict]) -> dict[str, str]:
     for rep in rows.representative:
         kernel = rep["kernel"]
         if kernel in by_kernel:
-            ids[kernel] = f"p50-{page.slug(kernel)}"
+            ids[kernel] = _p50_id(kernel)
             specs[ids[kernel]] = charts.p50_spec(kernel, rep["workload"], by_kernel[kernel])
     return ids
 
@@ -132,6 +173,12 @@ NOISE_TEXT = (
     "them, noisiest first. Their verdicts are mostly <code>inconclusive</code>: these benchmarks need "
     "more repetitions upstream before they can guard anything."
 )
+OPEN_TEXT = (
+    "From the <code>regressions</code> view: the steps between consecutive builds at which a series regressed "
+    "(any implementation) and that nobody acknowledged (<code>liger-warehouse ack</code>) or muted, newest build "
+    "first, confirmed before suspected and retracted, largest change first. Each kernel links to its page: its "
+    "p50 per gh-pages run with the change points, environment shifts and triage marked, and all its regressions."
+)
 CHANGE_POINTS_TEXT = (
     "From the <code>change_points</code> view: the gh-pages runs where a Liger series' p50 shifted, found "
     "by e-divisive means over its run history (series with at least 10 runs). Newest run first."
@@ -143,6 +190,7 @@ def _header(rows: ReportData) -> str:
     links = " ".join(
         f'<a href="#{i}">{t}</a>'
         for i, t in (
+            ("open", "open regressions"),
             ("speedup", "speedup"),
             ("p50", "p50 per kernel"),
             ("regressions", "regressions"),
@@ -166,10 +214,32 @@ def _section(anchor: str, title: str, text: str, has_chart: bool, table: data.Ta
     return "".join(parts) + "</section>"
 
 
+def _open_section(rows: ReportData) -> str:
+    """The open regressions, each kernel linking to its page, and a link to every kernel's page."""
+    opened = rows.open.total if rows.open else 0
+    confirmed = sum(c for _, c in rows.open_counts.values())
+    summary = (
+        f'<p class="meta"><b>{opened}</b> open regressions ({confirmed} confirmed) in {len(rows.open_counts)} '
+        f"kernels. Every kernel's page (open regressions beside it):</p>"
+    )
+    table = (
+        page.table_html(rows.open, {"kernel": kernel_page.href})
+        if rows.open
+        else '<p class="note">This warehouse has no regressions view.</p>'
+    )
+    nav = kernel_page.kernel_nav(rows.kernels, rows.open_counts)
+    return f'<section id="open"><h2>Open regressions</h2><p>{OPEN_TEXT}</p>{summary}{nav}{table}</section>'
+
+
 def _p50_section(rows: ReportData, ids: dict[str, str]) -> str:
     nav = " ".join(f'<a href="#{ids[k]}">{html.escape(k)}</a>' for k in ids)
     charts_html = (
-        "".join(f'<h3 id="{ids[k]}">{html.escape(k)}</h3>{page.chart_div(ids[k])}' for k in ids)
+        "".join(
+            f'<h3 id="{ids[k]}">{html.escape(k)}</h3>'
+            f'<p class="note"><a href="{html.escape(kernel_page.href(k))}">{html.escape(k)} per gh-pages run, '
+            f"with its regressions and triage</a></p>{page.chart_div(ids[k])}"
+            for k in ids
+        )
         or '<p class="note">No data for these charts.</p>'
     )
     return (

@@ -2,7 +2,9 @@
 
 Every number comes from a view in ``sql/``: ``version_history`` (one point per series and
 build; the report draws the release builds), ``speedup_history`` (Liger against each baseline in
-the same run), ``regressions``, ``change_points`` and ``series_noise``. This module only narrows
+the same run), ``regressions`` (with its triage: the open regressions are those neither
+acknowledged nor muted), ``change_points`` and ``series_noise``; the kernel pages read theirs in
+``kernels``. This module only narrows
 and aggregates them to a size a page can hold; what a point, a regression or a change point is
 stays the views' business.
 
@@ -77,13 +79,35 @@ REGRESSION_COLUMNS = (
     "kernel", "provider", "mode", "metric", "gpu", "base_version", "head_version",
     "base_p50", "head_p50", "unit", "change", "workload",
 )  # fmt: skip
-REGRESSION_COUNTS_SQL = """
-select head_version as version, any_value(b.build_rank) as version_rank, verdict, count(*) as steps
+# The flagged steps of ``regressions``, read once (the view judges every step of every series):
+# the counts, the tables of the index and those of the kernel pages all come from this table.
+FLAGGED_REGRESSIONS_SQL = """
+create or replace temp table report_regressions as
+select r.*, b.build_rank as head_version_rank, left(regexp_replace(r.series_digest, '^sha256:', ''), 12) as series
 from regressions as r
 join dim_build as b on b.build = r.head_version
-where starts_with(provider, 'liger') and verdict in ('regression', 'improvement', 'environment')
+where r.verdict in ('regression', 'improvement', 'environment')
+"""
+REGRESSION_COUNTS_SQL = """
+select head_version as version, any_value(head_version_rank) as version_rank, verdict, count(*) as steps
+from report_regressions
+where starts_with(provider, 'liger')
 group by head_version, verdict
 order by version_rank, verdict
+"""
+# Open: flagged, neither acknowledged nor muted (docs/TRIAGE.md), of any implementation.
+OPEN_WHERE = "verdict = 'regression' and acknowledged is null and not muted"
+OPEN_ORDER = "head_version_rank desc, confirmation = 'confirmed' desc, abs(adjusted_change) desc, kernel, series"
+OPEN_ROWS = 500
+OPEN_COLUMNS = (
+    "kernel", "provider", "mode", "metric", "gpu", "base_version", "head_version",
+    "change", "adjusted_change", "confirmation", "annotations", "series", "workload",
+)  # fmt: skip
+OPEN_COUNTS_SQL = f"""
+select kernel, count(*) as open, count(*) filter (where confirmation = 'confirmed') as confirmed
+from report_regressions
+where {OPEN_WHERE}
+group by kernel
 """
 
 CHANGE_POINT_COLUMNS = (
@@ -139,6 +163,9 @@ class ReportData:
     change_points: Table | None = None
     noise_counts: list[dict] = field(default_factory=list)
     noise: Table | None = None
+    open: Table | None = None  # the open regressions, newest first
+    open_counts: dict[str, tuple[int, int]] = field(default_factory=dict)  # kernel: (open, confirmed)
+    kernels: list[str] = field(default_factory=list)  # every kernel with a series
 
 
 def _dicts(con: duckdb.DuckDBPyConnection, sql: str) -> list[dict]:
@@ -152,13 +179,19 @@ def _views(con: duckdb.DuckDBPyConnection) -> set[str]:
 
 
 def _table(
-    con: duckdb.DuckDBPyConnection, view: str, where: str, columns: tuple[str, ...], order: str, source: str = ""
+    con: duckdb.DuckDBPyConnection,
+    view: str,
+    where: str,
+    columns: tuple[str, ...],
+    order: str,
+    source: str = "",
+    limit: int = TABLE_ROWS,
 ) -> Table:
     """The first rows of ``view`` (or of ``source``, a query over it) and the query that lists them all."""
     source = source or view
     total = con.execute(f"select count(*) from {source} where {where}").fetchone()[0]
     rows = con.execute(
-        f"select {', '.join(columns)} from {source} where {where} order by {order} limit {TABLE_ROWS}"
+        f"select {', '.join(columns)} from {source} where {where} order by {order} limit {limit}"
     ).fetchall()
     return Table(list(columns), rows, total, f"select * from {view} where {where}")
 
@@ -186,7 +219,9 @@ def load(con: duckdb.DuckDBPyConnection) -> ReportData:
     if "speedup_history" in views:
         data.speedup = _dicts(con, SPEEDUP_SQL)
     liger = "starts_with(provider, 'liger')"
+    data.kernels = [k for (k,) in con.execute("select distinct kernel from dim_series order by kernel").fetchall()]
     if "regressions" in views:
+        con.execute(FLAGGED_REGRESSIONS_SQL)
         data.regression_counts = _dicts(con, REGRESSION_COUNTS_SQL)
         data.regressions = _table(
             con,
@@ -194,8 +229,10 @@ def load(con: duckdb.DuckDBPyConnection) -> ReportData:
             f"{liger} and verdict = 'regression'",
             REGRESSION_COLUMNS,
             "head_version_rank desc, change desc, kernel",
-            _ranked_regressions(),
+            "report_regressions",
         )
+        data.open = _table(con, "regressions", OPEN_WHERE, OPEN_COLUMNS, OPEN_ORDER, "report_regressions", OPEN_ROWS)
+        data.open_counts = {k: (n, c) for k, n, c in con.execute(OPEN_COUNTS_SQL).fetchall()}
     if "change_points" in views:
         data.change_point_counts = _dicts(con, CHANGE_POINT_COUNTS_SQL)
         data.change_points = _table(
@@ -222,11 +259,3 @@ def _snapshot(con: duckdb.DuckDBPyConnection) -> tuple[int, str]:
         [snapshot],
     ).fetchone()
     return snapshot, at
-
-
-def _ranked_regressions() -> str:
-    """``regressions`` with the head build's rank, to list the newest steps first."""
-    return (
-        "(select r.*, b.build_rank as head_version_rank from regressions as r "
-        "join dim_build as b on b.build = r.head_version)"
-    )

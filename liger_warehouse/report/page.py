@@ -10,6 +10,7 @@ import math
 import os
 import re
 import uuid
+from collections.abc import Callable, Mapping
 from functools import cache
 
 import vl_convert
@@ -17,6 +18,8 @@ import vl_convert
 from liger_warehouse.lake.connect import cache_dir
 from liger_warehouse.report.data import Table
 
+# Columns of relative changes, shown as signed percentages.
+SIGNED_PERCENT = ("change", "adjusted_change")
 # vega-embed's "open in editor" action would post the spec to a web page: leave it out.
 EMBED_OPTIONS = {"actions": {"export": True, "source": False, "compiled": False, "editor": False}, "renderer": "svg"}
 
@@ -32,7 +35,9 @@ nav.kernels { font-size: 13px; line-height: 1.9; }
 table { border-collapse: collapse; font-size: 12.5px; margin: 8px 0; }
 th, td { padding: 3px 8px; border-bottom: 1px solid #eee; text-align: left; white-space: nowrap; }
 th { background: #f6f6f6; position: sticky; top: 0; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
-td.regression { color: #c0392b; } td.improvement { color: #27ae60; }
+td.regression { color: #c0392b; } td.improvement { color: #27ae60; } td.confirmed { font-weight: bold; }
+td a { color: inherit; } .badge { color: #c0392b; font-size: 12px; }
+.key span { margin-right: 14px; white-space: nowrap; } ul.triage { font-size: 14px; }
 .scroll { max-height: 560px; overflow: auto; border: 1px solid #e3e3e3; }
 .vega-embed .chart-wrapper { display: flex; flex-direction: column; }
 .vega-embed .vega-bindings { order: -1; margin: 0 0 8px; font-size: 13px; }
@@ -86,25 +91,39 @@ def chart_div(chart_id: str) -> str:
     return f'<div class="chart" id="chart-{chart_id}" data-chart="{chart_id}"></div>'
 
 
-def _cell(column: str, value: object) -> str:
+def _cell(column: str, value: object, href: str | None = None) -> str:
     if value is None:
         return '<td class="num">&ndash;</td>'
+    if isinstance(value, bool):
+        return f"<td>{'yes' if value else 'no'}</td>"
+    if isinstance(value, list):
+        return f"<td>{html.escape('; '.join(map(str, value)))}</td>"
     if isinstance(value, float):
-        if column == "change":
+        if column in SIGNED_PERCENT:
             return f'<td class="num">{value:+.1%}</td>'
         if column == "pvalue":
             return f'<td class="num">{value:.1e}</td>'
         text = "&ndash;" if math.isnan(value) else f"{value:.4g}"
         return f'<td class="num">{text}</td>'
-    css = f' class="{value}"' if value in ("regression", "improvement") else ""
-    return f"<td{css}>{html.escape(str(value))}</td>"
+    css = f' class="{value}"' if value in ("regression", "improvement", "confirmed") else ""
+    text = html.escape(str(value))
+    if href:
+        text = f'<a href="{html.escape(href)}">{text}</a>'
+    return f"<td{css}>{text}</td>"
 
 
-def table_html(table: Table) -> str:
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in table.columns)
-    body = "".join(
-        "<tr>" + "".join(_cell(c, v) for c, v in zip(table.columns, row, strict=True)) + "</tr>" for row in table.rows
+def _row(table: Table, row: tuple, links: Mapping[str, Callable[[object], str]]) -> str:
+    cells = (
+        _cell(c, v, links[c](v) if c in links and v is not None else None)
+        for c, v in zip(table.columns, row, strict=True)
     )
+    return "<tr>" + "".join(cells) + "</tr>"
+
+
+def table_html(table: Table, links: Mapping[str, Callable[[object], str]] | None = None) -> str:
+    """A table section's rows, with the cells of the columns in ``links`` linking where it says."""
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in table.columns)
+    body = "".join(_row(table, row, links or {}) for row in table.rows)
     shown = f"the first {len(table.rows)} of {table.total}" if table.total > len(table.rows) else f"all {table.total}"
     return (
         f'<p class="note">Showing {shown} rows. All of them: <code>{html.escape(table.query)}</code></p>'

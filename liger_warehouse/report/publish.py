@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from liger_warehouse.report.paths import KERNELS, kernel_path
 from liger_warehouse.store.storage import Storage
 
 if TYPE_CHECKING:  # the Altair stack is for drawing; publishing only copies files
@@ -17,13 +18,22 @@ def report_key(snapshot: int, name: str) -> str:
     return f"{PREFIX}/{snapshot}/{name}"
 
 
+def kernel_page_key(snapshot: int, kernel: str) -> str:
+    """Where the report of lake snapshot ``snapshot`` keeps ``kernel``'s page."""
+    return report_key(snapshot, kernel_path(kernel))
+
+
 def publish_report(storage: Storage, report: Report) -> dict[str, str]:
-    """Upload the PNGs, then ``index.html`` (each object whole), so an index that exists has all
-    its images. Returns the key of each file by name (``index``, then the chart ids)."""
+    """Upload the PNGs and the kernel pages, then ``index.html`` (each object whole), so an index
+    that exists has all its images and pages. Returns the key of each file by name: ``index``,
+    the chart ids of the PNGs, and ``kernels/<kernel>`` for each kernel page."""
     keys = {}
     for chart_id, path in report.pngs.items():
         keys[chart_id] = report_key(report.snapshot, path.name)
         storage.write_bytes(keys[chart_id], path.read_bytes())
+    for kernel, path in report.kernel_pages.items():
+        keys[f"{KERNELS}/{kernel}"] = kernel_page_key(report.snapshot, kernel)
+        storage.write_bytes(keys[f"{KERNELS}/{kernel}"], path.read_bytes())
     keys = {"index": report_key(report.snapshot, report.html.name), **keys}
     storage.write_bytes(keys["index"], report.html.read_bytes())
     return keys

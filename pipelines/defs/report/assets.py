@@ -1,4 +1,4 @@
-"""The benchmark report: one HTML page per lake snapshot, with PNG renders."""
+"""The benchmark report: an index and one page per kernel per lake snapshot, with PNG renders."""
 
 import base64
 import tempfile
@@ -19,10 +19,13 @@ def _inline_png(name: str, path: Path) -> dg.MetadataValue:
 
 @dg.asset(group_name="report", kinds={"duckdb", "report"}, deps=["fact_change_point"])
 def liger_report(warehouse: WarehouseResource) -> dg.MaterializeResult:
-    """``<warehouse>/reports/<snapshot>/index.html``: per kernel, p50 across versions for each
-    GPU and provider; Liger's speedup over each baseline across versions; the regressions and
-    change points. Self-contained (Vega, Vega-Lite and vega-embed inlined): it opens offline.
-    The overview charts are attached as PNGs."""
+    """``<warehouse>/reports/<snapshot>/index.html``: the open regressions (neither acknowledged
+    nor muted); per kernel, p50 across versions for each GPU and provider; Liger's speedup over
+    each baseline across versions; the regressions and change points. Beside it,
+    ``kernels/<kernel>.html``: each kernel's p50 per gh-pages run with its change points,
+    environment shifts, acknowledgements and annotations marked, and its regressions. Every page
+    is self-contained (Vega, Vega-Lite and vega-embed inlined): it opens offline. The overview
+    charts are attached as PNGs."""
     from liger_warehouse.report.build import build_report  # Altair and vl-convert: only to draw
 
     storage = warehouse.storage()
@@ -32,11 +35,13 @@ def liger_report(warehouse: WarehouseResource) -> dg.MaterializeResult:
         charts = {f"chart/{name}": _inline_png(name, path) for name, path in report.pngs.items()}
     return dg.MaterializeResult(
         metadata={
-            "report": dg.MetadataValue.path(storage.uri(keys.pop("index"))),
+            "report": dg.MetadataValue.path(storage.uri(keys["index"])),
             "snapshot": report.snapshot,
             "charts": report.charts,
+            "kernel_pages": len(report.kernel_pages),
+            "open_regressions": report.open_regressions,
             "missing_views": ", ".join(report.missing_views) or "none",
             **charts,
-            **{f"png/{name}": dg.MetadataValue.path(storage.uri(key)) for name, key in keys.items()},
+            **{f"png/{name}": dg.MetadataValue.path(storage.uri(keys[name])) for name in report.pngs},
         }
     )
