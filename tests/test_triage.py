@@ -280,3 +280,50 @@ def test_a_confirmed_regression_opens_or_updates_one_github_issue_per_kernel_and
         assert f"Run {FIRST} against" in text and f"**{story.alerted}**" in text and "confirmed" in text
         assert issue.get("labels", ["benchmark-regression"]) == ["benchmark-regression"]
     assert set(story.tokens) == {"Bearer issue-token"}
+
+
+def test_a_series_and_a_sweep_are_named_by_digest_prefix(story: Story, tmp_path: Path) -> None:
+    root = shutil.copytree(story.root, tmp_path / "warehouse")
+    base = runs(story.mirror)[runs(story.mirror).index(FIRST) - 1]
+    with open_views(root / "catalog.sqlite") as con:
+        digest, sweep_key, sweep_size = con.execute(
+            """select s.series_digest, s.sweep_key,
+                      (select count(*) from dim_series as o where o.sweep_key = s.sweep_key)
+               from dim_series as s where s.kernel = ? and s.is_liger and s.metric = 'speed'
+               order by s.series_digest limit 1""",
+            [story.alerted],
+        ).fetchone()
+    hex_part = digest.removeprefix("sha256:")
+    assert cli("mute", "--series", hex_part[:10], "--warehouse", str(root))[0] == 0
+    assert (
+        cli(
+            "ack",
+            "--series",
+            digest,
+            "--run",
+            FIRST,
+            "--kind",
+            "invalid",
+            "--note",
+            "bad run",
+            "--warehouse",
+            str(root),
+        )[0]
+        == 0
+    )
+    with open_views(root / "catalog.sqlite") as con:
+        rows = con.execute(
+            "select series_digest, muted, acknowledged from compare_runs(?, ?) where kernel = ?",
+            [base, FIRST, story.alerted],
+        ).fetchall()
+    assert {d for d, muted, _ in rows if muted} == {digest}
+    assert {d for d, _, kind in rows if kind == "invalid"} == {digest}
+    assert cli("mute", "--sweep", f"sha256:{hex_part[:8]}", "--warehouse", str(root))[0] == 0
+    with open_views(root / "catalog.sqlite") as con:
+        reached = con.execute(
+            "select count(*) from series_triage join dim_series using (series_digest) where muted and sweep_key = ?",
+            [sweep_key],
+        ).fetchone()[0]
+        state = con.execute("select scope, target, series from triage_state order by scope").fetchall()
+    assert reached == sweep_size
+    assert ("series", digest, 1) in state and ("sweep", sweep_key, sweep_size) in state

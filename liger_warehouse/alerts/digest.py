@@ -19,7 +19,7 @@ from itertools import pairwise
 import duckdb
 
 from liger_warehouse.lake.connect import snapshot_of
-from liger_warehouse.report.publish import report_key
+from liger_warehouse.report.publish import kernel_page_key, report_key
 from liger_warehouse.store.raw import RawStore
 from liger_warehouse.store.storage import Storage
 from liger_warehouse.upstream.compare import run_pair
@@ -164,7 +164,7 @@ def build_digest(
     }
     for entry in [*digest["runs"], *([digest["follow_up"]] if before else [])]:
         for line in entry["lines"]:
-            line["chart"] = report_key(snapshot, f"kernels/{line['kernel']}.html")
+            line["chart"] = kernel_page_key(snapshot, line["kernel"])
     return digest
 
 

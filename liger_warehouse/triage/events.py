@@ -27,7 +27,8 @@ SCOPES = ("series", "sweep", "kernel")
 # A threshold is a relative change of p50: beyond 1000% it is no threshold but a typo.
 MAX_THRESHOLD = 10.0
 _COMMIT = re.compile(r"[0-9a-f]{7,40}")
-_PREFIX = re.compile(r"[0-9a-f]{6,64}")
+# A series digest (`sha256:` and 64 hex digits) or the start of its hex part, `sha256:` optional.
+_DIGEST_PREFIX = re.compile(r"(?:sha256:)?([0-9a-f]{6,64})")
 
 
 class TriageRejected(ValueError):
@@ -102,19 +103,23 @@ def resolve_target(con: duckdb.DuckDBPyConnection, series: str | None, sweep: st
             raise TriageRejected(f"unknown kernel {value!r}; the warehouse holds: {_kernels(con)}")
         return Target("kernel", value, f"kernel {value}")
     digest, sweep_key, label = _series(con, value)
+    short = digest.removeprefix("sha256:")[:12]
     if scope == "series":
-        return Target("series", digest, f"series {digest[:12]} ({label})")
-    return Target("sweep", sweep_key, f"the sweep of series {digest[:12]} ({label})")
+        return Target("series", digest, f"series {short} ({label})")
+    return Target("sweep", sweep_key, f"the sweep of series {short} ({label})")
 
 
 def _series(con: duckdb.DuckDBPyConnection, prefix: str) -> tuple[str, str, str]:
-    text = prefix.strip().lower()
-    if not _PREFIX.fullmatch(text):
-        raise TriageRejected(f"series {prefix!r} is not a series digest (6 to 64 hex digits, as `series_digest` shows)")
+    """The one series whose digest starts with ``prefix``: its digest, sweep key and labels."""
+    match = _DIGEST_PREFIX.fullmatch(prefix.strip().lower())
+    if match is None:
+        raise TriageRejected(
+            f"series {prefix!r} is not a series digest (`series_digest`: sha256: and hex digits, or 6 or more of them)"
+        )
     rows = con.execute(
         """select series_digest, sweep_key, concat_ws(' ', kernel, mode, provider, metric, workload, 'on', gpu)
-           from dim_series where starts_with(series_digest, ?) limit 2""",
-        [text],
+           from dim_series where starts_with(series_digest, 'sha256:' || ?) limit 2""",
+        [match.group(1)],
     ).fetchall()
     if not rows:
         raise TriageRejected(f"unknown series {prefix!r}: no series digest starts with it")
