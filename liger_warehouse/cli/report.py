@@ -18,18 +18,25 @@ from liger_warehouse.cli.app import (
     open_reader,
     warehouse_root,
 )
+from liger_warehouse.report.paths import KERNELS
 from liger_warehouse.store.storage import Storage
 
 
 @app.command()
 def report(
-    out: Annotated[Path, typer.Option(help="Directory to write index.html and the PNG renders into.")],
+    out: Annotated[
+        Path,
+        typer.Option(
+            help="Directory to write the report into: index.html, kernels/<kernel>.html, vega-bundle.js, "
+            "the PNG renders."
+        ),
+    ],
     warehouse: WarehouseOpt = None,
     png: Annotated[bool, typer.Option(help="Also render the overview charts as PNG files.")] = True,
     catalog: CatalogOpt = None,
     data: DataOpt = None,
 ) -> None:
-    """Write the benchmark report: one self-contained HTML page (no network needed to view it)."""
+    """Write the benchmark report: index.html, a page per kernel and vega-bundle.js, the script they load offline."""
     from liger_warehouse.report.build import build_report  # Altair and vl-convert load only for this command
 
     con = open_reader(lake_of(warehouse, catalog, data))
@@ -39,6 +46,8 @@ def report(
     finally:
         con.close()
     console.print(f"{built.html} ({built.charts} charts, snapshot {built.snapshot})")
+    console.print(f"{len(built.kernel_pages)} kernel pages in {built.html.parent / KERNELS}")
+    console.print(f"{built.script} (the script every page loads)")
     for path in built.pngs.values():
         console.print(str(path))
     if built.missing_views:

@@ -1,5 +1,6 @@
-"""Build the report: read the views, draw the charts, write ``index.html``, one page per kernel
-(``kernels/<kernel>.html``) and the PNG renders."""
+"""Build the report: read the views, draw the charts, write the JavaScript bundle every page loads
+(``vega-bundle.js``), one page per kernel (``kernels/<kernel>.html``), ``index.html`` and the PNG
+renders."""
 
 from __future__ import annotations
 
@@ -14,24 +15,25 @@ import vl_convert
 from liger_warehouse.report import charts, data, kernel_page, kernels, page
 from liger_warehouse.report.data import ReportData
 from liger_warehouse.report.history import history_spec
-from liger_warehouse.report.paths import kernel_path
+from liger_warehouse.report.paths import INDEX, SCRIPT, kernel_path, script_src
 from liger_warehouse.report.png import render
 
-INDEX = "index.html"
 PNG_SCALE = 1.5
 
 
 @dataclass
 class Report:
-    """A built report: the index, the kernel pages and the PNGs, written where ``build_report`` was told."""
+    """A built report: the index, the kernel pages, the script they load and the PNGs, written
+    where ``build_report`` was told."""
 
     html: Path
     snapshot: int  # the lake snapshot it was drawn from
     charts: int  # on the index
+    script: Path  # Vega, Vega-Lite and vega-embed, loaded by every page (``paths.SCRIPT``)
     pngs: dict[str, Path] = field(default_factory=dict)
     missing_views: list[str] = field(default_factory=list)
     kernel_pages: dict[str, Path] = field(default_factory=dict)  # by kernel
-    open_regressions: int = 0  # flagged, neither acknowledged nor muted
+    open_regressions: int = 0  # flagged, neither acknowledged nor muted nor retracted
 
 
 def vl_version() -> str:
@@ -40,18 +42,26 @@ def vl_version() -> str:
 
 
 def build_report(con: duckdb.DuckDBPyConnection, out: Path, png: bool = True) -> Report:
-    """Write ``out/index.html``, ``out/kernels/<kernel>.html`` (and, with ``png``, one PNG per
-    overview chart) from a reader of the lake."""
+    """Write ``out/vega-bundle.js``, ``out/kernels/<kernel>.html``, ``out/index.html`` (and, with
+    ``png``, one PNG per overview chart) from a reader of the lake."""
     out.mkdir(parents=True, exist_ok=True)
     rows = data.load(con)
     specs, body, overview = _content(rows)
+    script = out / SCRIPT
+    script.write_text(page.javascript(vl_version()), encoding="utf-8")
     pages = _kernel_pages(con, rows, specs, out)
     title = f"Liger-Kernel benchmark report, snapshot {rows.snapshot}"
     target = out / INDEX
-    target.write_text(page.page(title, body, specs, vl_version()), encoding="utf-8")
+    target.write_text(page.page(title, body, specs, script_src(INDEX)), encoding="utf-8")
     opened = rows.open.total if rows.open else 0
     report = Report(
-        target, rows.snapshot, len(specs), missing_views=rows.missing, kernel_pages=pages, open_regressions=opened
+        target,
+        rows.snapshot,
+        len(specs),
+        script,
+        missing_views=rows.missing,
+        kernel_pages=pages,
+        open_regressions=opened,
     )
     if png:
         for chart_id in overview:
@@ -79,10 +89,11 @@ def _kernel_page(history: kernels.KernelHistory, rows: ReportData, releases: dic
     meta = f"Lake snapshot <code>{rows.snapshot}</code>, published {html.escape(rows.created_at)}:"
     counts = rows.open_counts.get(history.kernel, (0, 0))
     body = kernel_page.body(history, meta, counts, releases is not None, _footer(rows))
-    path = out / kernel_path(history.kernel)
+    name = kernel_path(history.kernel)
+    path = out / name
     path.parent.mkdir(parents=True, exist_ok=True)
     title = f"{history.kernel}: Liger-Kernel benchmark report, snapshot {rows.snapshot}"
-    path.write_text(page.page(title, body, specs, vl_version()), encoding="utf-8")
+    path.write_text(page.page(title, body, specs, script_src(name)), encoding="utf-8")
     return path
 
 
@@ -175,9 +186,10 @@ NOISE_TEXT = (
 )
 OPEN_TEXT = (
     "From the <code>regressions</code> view: the steps between consecutive builds at which a series regressed "
-    "(any implementation) and that nobody acknowledged (<code>liger-warehouse ack</code>) or muted, newest build "
-    "first, confirmed before suspected and retracted, largest change first. Each kernel links to its page: its "
-    "p50 per gh-pages run with the change points, environment shifts and triage marked, and all its regressions."
+    "(any implementation), that nobody acknowledged (<code>liger-warehouse ack</code>) or muted and that the "
+    "later builds did not retract (<code>confirmation</code>), newest build first, confirmed before suspected, "
+    "largest change first. Each kernel links to its page: its p50 per gh-pages run with the change points, "
+    "environment shifts and triage marked, and all its regressions."
 )
 CHANGE_POINTS_TEXT = (
     "From the <code>change_points</code> view: the gh-pages runs where a Liger series' p50 shifted, found "
@@ -258,6 +270,7 @@ def _footer(rows: ReportData) -> str:
         f'<footer>{missing}<p class="note">Made by <code>liger-warehouse report</code> from the lake. '
         f"Charts: Vega-Lite {html.escape(vl_version())} through Altair; Vega "
         f"{html.escape(vl_convert.get_vega_version())} and vega-embed "
-        f"{html.escape(vl_convert.get_vega_embed_version())} are inlined, so the page needs no network."
+        f"{html.escape(vl_convert.get_vega_embed_version())} are in <code>{SCRIPT}</code> in the report's folder, "
+        "so the pages need no network."
         "</p></footer>"
     )

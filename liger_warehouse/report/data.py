@@ -3,9 +3,9 @@
 Every number comes from a view in ``sql/``: ``version_history`` (one point per series and
 build; the report draws the release builds), ``speedup_history`` (Liger against each baseline in
 the same run), ``regressions`` (with its triage: the open regressions are those neither
-acknowledged nor muted), ``change_points`` and ``series_noise``; the kernel pages read theirs in
-``kernels``. This module only narrows
-and aggregates them to a size a page can hold; what a point, a regression or a change point is
+acknowledged nor muted nor retracted by the later builds), ``change_points`` and
+``series_noise``; the kernel pages read theirs in ``kernels``. This module only narrows and
+aggregates them to a size a page can hold; what a point, a regression or a change point is
 stays the views' business.
 
 Two aggregation choices keep the page small and honest:
@@ -95,8 +95,11 @@ where starts_with(provider, 'liger')
 group by head_version, verdict
 order by version_rank, verdict
 """
-# Open: flagged, neither acknowledged nor muted (docs/TRIAGE.md), of any implementation.
-OPEN_WHERE = "verdict = 'regression' and acknowledged is null and not muted"
+# Open: flagged, neither acknowledged nor muted (docs/TRIAGE.md), of any implementation, and not
+# taken back by the later builds (``confirmation`` 'retracted'; null while there are none yet).
+OPEN_WHERE = (
+    "verdict = 'regression' and acknowledged is null and not muted and coalesce(confirmation, '') <> 'retracted'"
+)
 OPEN_ORDER = "head_version_rank desc, confirmation = 'confirmed' desc, abs(adjusted_change) desc, kernel, series"
 OPEN_ROWS = 500
 OPEN_COLUMNS = (

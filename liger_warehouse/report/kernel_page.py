@@ -81,7 +81,7 @@ def body(history: KernelHistory, meta: str, open_count: tuple[int, int], release
 def _summary(history: KernelHistory, open_count: tuple[int, int]) -> str:
     runs = f"{len(history.series):,} series on {len(history.gpus)} GPUs in {len(history.runs)} gh-pages runs"
     opened, confirmed = open_count
-    return f"{runs}; {opened} open regressions ({confirmed} confirmed), neither acknowledged nor muted."
+    return f"{runs}; {opened} open regressions ({confirmed} confirmed): neither acknowledged nor muted nor retracted."
 
 
 def _triage(history: KernelHistory) -> str:

@@ -1,5 +1,6 @@
-"""One self-contained HTML page: the Vega, Vega-Lite and vega-embed JavaScript inlined (from
-vl-convert's bundle), every chart spec and its data inlined, nothing fetched at view time."""
+"""One HTML page of the report: every chart spec and its data inlined, and the Vega, Vega-Lite and
+vega-embed JavaScript (vl-convert's bundle, written once per report, ``paths.SCRIPT``) loaded by a
+relative ``<script src>`` from the report's folder; nothing fetched from the network at view time."""
 
 from __future__ import annotations
 
@@ -131,8 +132,9 @@ def table_html(table: Table, links: Mapping[str, Callable[[object], str]] | None
     )
 
 
-def page(title: str, body: str, specs: dict[str, dict], vl_version: str) -> str:
-    """The whole document: ``body`` plus every spec as a JSON script and the embedding code."""
+def page(title: str, body: str, specs: dict[str, dict], script: str) -> str:
+    """The whole document: ``body`` plus every spec as a JSON script and the embedding code;
+    ``script`` is the relative URL of the report's JavaScript bundle (``paths.script_src``)."""
     spec_tags = "".join(
         f'<script type="application/json" id="spec-{chart_id}">{script_json(spec)}</script>\n'
         for chart_id, spec in specs.items()
@@ -141,6 +143,6 @@ def page(title: str, body: str, specs: dict[str, dict], vl_version: str) -> str:
         '<!doctype html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         f"<title>{html.escape(title)}</title>\n<style>{STYLE}</style>\n"
-        f"<script>{javascript(vl_version)}</script>\n</head>\n<body>\n{body}\n{spec_tags}"
+        f'<script src="{html.escape(script)}"></script>\n</head>\n<body>\n{body}\n{spec_tags}'
         f"<script>{EMBED_SCRIPT % script_json(EMBED_OPTIONS)}</script>\n</body>\n</html>\n"
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from liger_warehouse.report.paths import KERNELS, kernel_path
+from liger_warehouse.report.paths import KERNELS, SCRIPT, kernel_path
 from liger_warehouse.store.storage import Storage
 
 if TYPE_CHECKING:  # the Altair stack is for drawing; publishing only copies files
@@ -24,10 +24,12 @@ def kernel_page_key(snapshot: int, kernel: str) -> str:
 
 
 def publish_report(storage: Storage, report: Report) -> dict[str, str]:
-    """Upload the PNGs and the kernel pages, then ``index.html`` (each object whole), so an index
-    that exists has all its images and pages. Returns the key of each file by name: ``index``,
-    the chart ids of the PNGs, and ``kernels/<kernel>`` for each kernel page."""
-    keys = {}
+    """Upload the script the pages load, the PNGs and the kernel pages, then ``index.html`` (each
+    object whole), so a page that exists has its script and an index that exists has all its
+    images and pages. Returns the key of each file by name: ``index``, ``script``, the chart ids
+    of the PNGs, and ``kernels/<kernel>`` for each kernel page."""
+    keys = {"script": report_key(report.snapshot, SCRIPT)}
+    storage.write_bytes(keys["script"], report.script.read_bytes())
     for chart_id, path in report.pngs.items():
         keys[chart_id] = report_key(report.snapshot, path.name)
         storage.write_bytes(keys[chart_id], path.read_bytes())

@@ -1,4 +1,5 @@
-"""The benchmark report: an index and one page per kernel per lake snapshot, with PNG renders."""
+"""The benchmark report: an index, one page per kernel and the script they share, per lake
+snapshot, with PNG renders."""
 
 import base64
 import tempfile
@@ -20,12 +21,13 @@ def _inline_png(name: str, path: Path) -> dg.MetadataValue:
 @dg.asset(group_name="report", kinds={"duckdb", "report"}, deps=["fact_change_point"])
 def liger_report(warehouse: WarehouseResource) -> dg.MaterializeResult:
     """``<warehouse>/reports/<snapshot>/index.html``: the open regressions (neither acknowledged
-    nor muted); per kernel, p50 across versions for each GPU and provider; Liger's speedup over
-    each baseline across versions; the regressions and change points. Beside it,
+    nor muted nor retracted); per kernel, p50 across versions for each GPU and provider; Liger's
+    speedup over each baseline across versions; the regressions and change points. Beside it,
     ``kernels/<kernel>.html``: each kernel's p50 per gh-pages run with its change points,
     environment shifts, acknowledgements and annotations marked, and its regressions. Every page
-    is self-contained (Vega, Vega-Lite and vega-embed inlined): it opens offline. The overview
-    charts are attached as PNGs."""
+    carries its charts' data and loads Vega, Vega-Lite and vega-embed from ``vega-bundle.js``
+    beside the index, by a relative path: the set opens offline. The overview charts are attached
+    as PNGs."""
     from liger_warehouse.report.build import build_report  # Altair and vl-convert: only to draw
 
     storage = warehouse.storage()
