@@ -75,13 +75,16 @@ def test_progress_reaches_listeners_only_while_listening():
 
 def _database(path: Path, rows: list[tuple], view: bool = True) -> duckdb.DuckDBPyConnection:
     """A reader of a stand-in lake: builds in release order and a `regressions` view of ``rows``
-    (kernel, head build, adjusted change, verdict)."""
+    (kernel, head build, adjusted change, verdict, and optionally muted, acknowledged)."""
     with duckdb.connect(str(path)) as con:
         con.execute("create table dim_build as select * from (values ('0.1.0', 1), ('0.2.0', 2), ('0.3.0', 3)) "
                     "t(build, build_rank)")  # fmt: skip
-        con.execute("create table r (kernel varchar, head_version varchar, adjusted_change double, verdict varchar)")
-        if rows:
-            con.executemany("insert into r values (?, ?, ?, ?)", rows)
+        con.execute(
+            "create table r (kernel varchar, head_version varchar, adjusted_change double, verdict varchar, "
+            "muted boolean default false, acknowledged varchar)"
+        )
+        for row in rows:
+            con.execute(f"insert into r values ({', '.join('?' * len(row))}{', default' * (6 - len(row))})", row)
         if view:
             given = ("kernel", "head_version", "adjusted_change")
             shown = ", ".join(f"null as {c}" for c in (*regression_watch.SHOWN, "series_digest") if c not in given)
@@ -91,11 +94,13 @@ def _database(path: Path, rows: list[tuple], view: bool = True) -> duckdb.DuckDB
 
 def test_regressions_are_read_newest_build_first(tmp_path: Path):
     rows = [("a", "0.2.0", 0.5, "regression"), ("b", "0.3.0", 0.2, "regression"), ("c", "0.3.0", 0.9, "regression"),
-            ("d", "0.3.0", -0.5, "improvement")]  # fmt: skip
+            ("d", "0.3.0", -0.5, "improvement"), ("e", "0.3.0", 0.7, "regression", True),
+            ("f", "0.3.0", 0.8, "regression", False, "expected")]  # fmt: skip
     with _database(tmp_path / "new.duckdb", rows) as con:
         found = regression_watch.read(con)
     kernel = found.columns.index("kernel")
-    assert [r[kernel] for r in found.rows] == ["c", "b", "a"]  # newest build, then the largest change
+    # newest build, then the largest change; muted (e) and acknowledged (f) are no news
+    assert [r[kernel] for r in found.rows] == ["c", "b", "a"]
     table = regression_watch.markdown(found)
     assert table.splitlines()[0] == "| " + " | ".join(regression_watch.SHOWN) + " |"
     assert "| c |" in table and "| d |" not in table
