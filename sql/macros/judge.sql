@@ -43,14 +43,17 @@ with judged as (
         s.x_name,
         s.x_value,
         coalesce(t.own_threshold, threshold) as series_threshold,
-        t.muted,
+        coalesce(t.muted, false) as muted,
         t.acks,
         t.notes
     from decompose(pairs, steps := steps) as d
     join fact_series_noise as n using (series_digest)
     join dim_series as s using (series_digest)
     -- renamed, qualified: a column named `threshold` in scope would clash with the parameter
-    join series_triage as t using (series_digest)
+    -- the few series triage reaches: most rows carry nothing through this join
+    left join (
+        select * from series_triage where muted or own_threshold is not null or len(acks) > 0 or len(notes) > 0
+    ) as t using (series_digest)
 ),
 -- each pair's sides as places in upload order: a run, a recent level's run, a build's newest run
 pair_ranks as (
@@ -91,11 +94,11 @@ select
     ) as verdict,
     -- the newest acknowledgement of a run between the sides; the notes on the series' whole
     -- history or on a run between them (most series have neither)
-    case when len(j.acks) > 0 then list_filter(j.acks, lambda a: a.upload_rank > r.low and a.upload_rank <= r.high)[-1] end as ack,
+    case when j.acks is not null then list_filter(j.acks, lambda a: a.upload_rank > r.low and a.upload_rank <= r.high)[-1] end as ack,
     struct_extract(ack, 'kind') as acknowledged,
     struct_extract(ack, 'note') as acknowledgement,
     case
-        when len(j.notes) > 0
+        when j.notes is not null
             then [n.note for n in j.notes if n.whole or (n.first_rank <= r.high and n.last_rank > r.low)]
         else []
     end as annotations
