@@ -59,6 +59,10 @@ class Event:
     last_run: str | None = None
     commits: str | None = None
 
+    def __post_init__(self) -> None:
+        if self.action == "ack" and self.kind not in ACK_KINDS:
+            raise TriageRejected(f"acknowledgement kind {self.kind!r} is not one of {', '.join(ACK_KINDS)}")
+
     def row(self) -> list:
         return [
             uuid.uuid4().hex,
