@@ -15,8 +15,6 @@ from typer.testing import CliRunner
 from liger_warehouse.alerts.digest import RunStep, commits_between
 from liger_warehouse.alerts.webhook import WebhookError, parse_webhooks
 from liger_warehouse.cli import app
-from liger_warehouse.store.raw import RawStore
-from liger_warehouse.store.storage import Storage
 from tests.alerting import inject_run, runs, steadiest_kernels, url, webhook_server
 from tests.conftest import env, refresh
 from tests.plain_duckdb import open_views
@@ -77,13 +75,14 @@ def test_a_run_with_regressions_is_digested_and_posted_once(tmp_path: Path, webh
 
 def _assert_commits_between(root: Path, mirror: Path) -> None:
     """Each step's commits are the compare's, named by short sha and title, (#PR) kept."""
-    raw, named = RawStore(Storage(str(root))), []
-    for base, head in pairwise(runs(mirror)[:-1]):
-        compare = mirror / "compare" / f"{base.split('-v')[0]}...{head.split('-v')[0]}.json"
-        commits = json.loads(compare.read_text())["commits"] if compare.is_file() else []
-        expected = [f"{c['sha'][:7]} {c['commit']['message'].splitlines()[0]}" for c in commits]
-        assert commits_between(raw, RunStep(base, head)) == expected, (base, head)
-        named += expected
+    named = []
+    with open_views(root / "catalog.sqlite") as con:
+        for base, head in pairwise(runs(mirror)[:-1]):
+            compare = mirror / "compare" / f"{base.split('-v')[0]}...{head.split('-v')[0]}.json"
+            commits = json.loads(compare.read_text())["commits"] if compare.is_file() else []
+            expected = [f"{c['sha'][:7]} {c['commit']['message'].splitlines()[0]}" for c in commits]
+            assert commits_between(con, RunStep(base, head)) == expected, (base, head)
+            named += expected
     assert any("(#" in line for line in named), "the cut's runs have merged pull requests between them"
 
 

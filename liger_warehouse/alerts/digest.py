@@ -12,6 +12,7 @@ A flag that is muted or acknowledged (docs/TRIAGE.md) is not alerted: it is coun
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from itertools import pairwise
@@ -20,9 +21,7 @@ import duckdb
 
 from liger_warehouse.lake.connect import snapshot_of
 from liger_warehouse.report.publish import kernel_page_key, report_key
-from liger_warehouse.store.raw import RawStore
 from liger_warehouse.store.storage import Storage
-from liger_warehouse.upstream.compare import run_pair
 
 PREFIX = "digests"
 # Runs digested when a warehouse has none yet: the newest only, so a first build alerts on last
@@ -65,30 +64,26 @@ def new_steps(runs: list[str], digested: set[str]) -> tuple[list[RunStep], RunSt
     return steps[first:], steps[first - 1] if first > 0 else None
 
 
-def commits_between(raw: RawStore, step: RunStep) -> list[str]:
-    """``<7-hex sha> <title>`` of each commit between the two runs' code, oldest first; empty when
-    upstream gave no compare (docs: the compares kept in the raw store)."""
-    body = raw.get_compare(run_pair(step.previous, step.run).key)
-    if body is None:
-        return []
-    commits = json.loads(body).get("commits") or []
-    return [f"{c['sha'][:7]} {_title(c)}".rstrip() for c in commits]
+def commits_between(con: duckdb.DuckDBPyConnection, step: RunStep) -> list[str]:
+    """``<7-hex sha> <title>`` of each commit between the two runs' code, oldest first, as the
+    lake keeps their compare (``fact_compare_commit``); empty when upstream gave none."""
+    rows = con.execute(
+        """select rtrim(left(sha, 7) || ' ' || coalesce(title, '')) from fact_compare_commit
+           where base_run = $base and head_run = $head order by position""",
+        {"base": step.previous, "head": step.run},
+    ).fetchall()
+    return [line for (line,) in rows]
 
 
-def _title(commit: dict) -> str:
-    """A commit message's first line: upstream's squash merges end it with ``(#PR)``."""
-    return ((commit.get("commit") or {}).get("message") or "").split("\n", 1)[0]
-
-
-def _lines(rows: list[tuple]) -> list[dict]:
+def _lines(rows: list[dict]) -> list[dict]:
     """One line per kernel, pass and verdict, the series behind it worst first."""
     lines: dict[tuple, dict] = {}
-    for kernel, mode, verdict, suspects, *detail in rows:
+    for row in rows:
         line = lines.setdefault(
-            (kernel, mode, verdict),
-            {"kernel": kernel, "mode": mode, "verdict": verdict, "suspect_commits": suspects, "series": []},
+            (row["kernel"], row["mode"], row["verdict"]),
+            {k: row[k] for k in ("kernel", "mode", "verdict", "suspect_commits")} | {"series": []},
         )
-        line["series"].append(dict(zip(DETAIL_COLUMNS, detail, strict=True)))
+        line["series"].append({column: row[column] for column in DETAIL_COLUMNS})
     for line in lines.values():
         line["worst_change"] = line["series"][0]["adjusted_change"]
         line["gpus"] = sorted({s["gpu"] for s in line["series"]})
@@ -96,27 +91,30 @@ def _lines(rows: list[tuple]) -> list[dict]:
     return list(lines.values())
 
 
-def _left_out(rows: list[tuple]) -> list[dict]:
+def _left_out(rows: list[dict]) -> list[dict]:
     """What triage keeps out of the alert, one entry per kernel, pass, verdict and reason."""
-    counted: dict[tuple, int] = {}
-    for kernel, mode, verdict, _, muted, acknowledged, *_ in rows:
-        reason = "muted" if muted else f"acknowledged ({acknowledged})"
-        counted[kernel, mode, verdict, reason] = counted.get((kernel, mode, verdict, reason), 0) + 1
+    counted = Counter(
+        (r["kernel"], r["mode"], r["verdict"], "muted" if r["muted"] else f"acknowledged ({r['acknowledged']})")
+        for r in rows
+    )
     return [
         {"kernel": k, "mode": m, "verdict": v, "reason": r, "series": n} for (k, m, v, r), n in sorted(counted.items())
     ]
 
 
-def _flagged(con: duckdb.DuckDBPyConnection, step: RunStep) -> tuple[list[tuple], list[tuple], list[tuple]]:
-    """The step's flags of the code to alert, those triage leaves out, and the environment's."""
-    rows = con.execute(FLAGGED_SQL, {"base": step.previous, "head": step.run}).fetchall()
-    code = [r for r in rows if r[2] != "environment"]
-    alerted = [(k, m, v, s, *d) for k, m, v, s, muted, acked, *d in code if not muted and acked is None]
-    left_out = [r for r in code if r[4] or r[5] is not None]
-    return alerted, left_out, [r for r in rows if r[2] == "environment"]
+def _flagged(con: duckdb.DuckDBPyConnection, step: RunStep) -> tuple[list[dict], list[dict], int]:
+    """The step's flags of the code to alert, those triage leaves out, and how many the
+    environment explains."""
+    cursor = con.execute(FLAGGED_SQL, {"base": step.previous, "head": step.run})
+    columns = [d[0] for d in cursor.description]
+    rows = [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
+    code = [r for r in rows if r["verdict"] != "environment"]
+    triaged = [r for r in code if r["muted"] or r["acknowledged"] is not None]
+    alerted = [r for r in code if not (r["muted"] or r["acknowledged"] is not None)]
+    return alerted, triaged, len(rows) - len(code)
 
 
-def digest_step(con: duckdb.DuckDBPyConnection, raw: RawStore, step: RunStep) -> dict:
+def digest_step(con: duckdb.DuckDBPyConnection, step: RunStep) -> dict:
     """The flagged series of one run against the run before it, with the commits in between."""
     alerted, left_out, environment = _flagged(con, step)
     lines = _lines(alerted)
@@ -126,11 +124,11 @@ def digest_step(con: duckdb.DuckDBPyConnection, raw: RawStore, step: RunStep) ->
         "previous_run": step.previous,
         "regressions": sum(len(line["series"]) for line in lines if line["verdict"] == "regression"),
         "improvements": sum(len(line["series"]) for line in lines if line["verdict"] == "improvement"),
-        "commits_between": commits_between(raw, step),
+        "commits_between": commits_between(con, step),
         "lines": lines,
         "left_out": _left_out(left_out),
         "environment_shift": dict(zip(("direction", "moved", "series", "moved_kernels"), shift, strict=True))
-        | {"flags": len(environment)}
+        | {"flags": environment}
         if shift
         else None,
     }
@@ -139,7 +137,7 @@ def digest_step(con: duckdb.DuckDBPyConnection, raw: RawStore, step: RunStep) ->
 def follow_up(con: duckdb.DuckDBPyConnection, step: RunStep) -> dict:
     """The flags of the step before the new runs, as the new runs now confirm or retract them."""
     alerted, left_out, _ = _flagged(con, step)
-    decided = [r for r in alerted if r[4 + DETAIL_COLUMNS.index("confirmation")] != "suspected"]
+    decided = [r for r in alerted if r["confirmation"] != "suspected"]
     return {
         "run": step.run,
         "previous_run": step.previous,
@@ -148,9 +146,7 @@ def follow_up(con: duckdb.DuckDBPyConnection, step: RunStep) -> dict:
     }
 
 
-def build_digest(
-    con: duckdb.DuckDBPyConnection, raw: RawStore, steps: list[RunStep], before: RunStep | None = None
-) -> dict:
+def build_digest(con: duckdb.DuckDBPyConnection, steps: list[RunStep], before: RunStep | None = None) -> dict:
     """The digest of ``steps``: named by the newest run, one entry per run, the flags of the step
     ``before`` them as the new runs decide them, and the report of the lake snapshot it was read
     from (the outputs job writes it after the refresh)."""
@@ -158,7 +154,7 @@ def build_digest(
     digest = {
         "digest": steps[-1].run,
         "written_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "runs": [digest_step(con, raw, step) for step in steps],
+        "runs": [digest_step(con, step) for step in steps],
         "follow_up": follow_up(con, before) if before else None,
         "report": report_key(snapshot, "index.html"),
     }

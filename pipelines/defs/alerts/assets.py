@@ -29,7 +29,7 @@ def regression_digest(
         steps, before = new_steps(runs_in_order(con), digest_names(storage))
         if not steps:
             return dg.MaterializeResult(metadata={"digest": "no new run"})
-        digest = build_digest(con, warehouse.raw(), steps, before)
+        digest = build_digest(con, steps, before)
     markdown = render_markdown(digest)
     key = write_digest(storage, digest, markdown)
     failures = send_digest(hooks, digest, markdown)
