@@ -12,14 +12,14 @@ from liger_warehouse.lake import extensions
 
 
 def open_views(catalog: Path) -> duckdb.DuckDBPyConnection:
-    """Read-only, with the lake's data where its catalog sits (``<root>/lake/``). Extensions come
-    from their pip packages, as a machine without an extension repository needs."""
+    """Read-only, with the lake's data where its catalog sits (``<root>/lake/``), waiting out a
+    commit as the README advises. Extensions come from their pip packages, as a machine without
+    an extension repository needs."""
     con = duckdb.connect(config={"autoinstall_known_extensions": "false"})
     extensions.load(con, ["ducklake", "sqlite_scanner"])
     data = catalog.parent / "lake"
-    con.execute(
-        f"attach 'ducklake:sqlite:{catalog}' as liger (read_only, data_path '{data}/', override_data_path true)"
-    )
+    options = f"read_only, data_path '{data}/', override_data_path true, meta_busy_timeout 120000"
+    con.execute(f"attach 'ducklake:sqlite:{catalog}' as liger ({options})")
     con.execute("use liger")
     return con
 

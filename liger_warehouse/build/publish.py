@@ -22,7 +22,7 @@ from liger_warehouse.audit import checks
 from liger_warehouse.build.ingest import Ingest
 from liger_warehouse.build.row_source import RowSource
 from liger_warehouse.lake.connect import open_lake, writer_turn
-from liger_warehouse.lake.location import ALIAS, Lake
+from liger_warehouse.lake.location import ALIAS, WRITER_WAIT_MS, Lake
 from liger_warehouse.lake.objects import Created, create_sql_objects, create_tables, sql_current
 from liger_warehouse.model.revisions import UpstreamListing
 from liger_warehouse.runtime.failpoints import failpoint
@@ -102,10 +102,16 @@ def publish(
 
 
 def commit(con: duckdb.DuckDBPyConnection) -> None:
-    """Commit ``con``'s transaction; ``PublishConflict`` when another writer committed first."""
+    """Commit ``con``'s transaction; ``PublishConflict`` when another writer committed first or
+    a reader's transaction held the catalog longer than the writer waits."""
     try:
         con.execute("commit")
     except duckdb.TransactionException as exc:
-        # DuckLake's own words come last: a conflicting commit, or a catalog another writer holds.
+        # DuckLake's own words come last: a conflicting commit, or a catalog someone holds.
         cause = str(exc).strip().splitlines()[-1]
+        if "database is locked" in cause:
+            raise PublishConflict(
+                f"the catalog stayed locked for {WRITER_WAIT_MS // 1000} s (a reader's open transaction "
+                f"or another writer), nothing was published: {cause}"
+            ) from None
         raise PublishConflict(f"another writer changed this lake first, nothing was published: {cause}") from None

@@ -2,7 +2,8 @@
 read-only and locked down to the lake's own files.
 
 A reader attaches the catalog ``READ_ONLY`` (at an earlier snapshot for time travel): it never
-writes, never blocks a writer, and sees one committed snapshot from its first query to its last.
+writes, and sees one committed snapshot from its first query to its last. On a SQLite catalog a
+commit waits for readers' open transactions (``location.WRITER_WAIT_MS``).
 """
 
 from __future__ import annotations

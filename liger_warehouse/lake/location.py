@@ -14,6 +14,11 @@ CATALOG_FILE = "catalog.sqlite"
 DATA_DIR = "lake"
 ALIAS = "liger"
 OBJECT_STORES = ("s3://", "gs://", "az://")
+# A SQLite catalog commits only when no reader's transaction is open: the writer waits this long
+# for the readers it finds (new ones queue behind it), and a reader waits longer than that, so a
+# reader arriving mid-commit is served after it rather than refused (SQLite's default is 5 s).
+WRITER_WAIT_MS = 60_000
+READER_WAIT_MS = 120_000
 
 
 class NoWarehouse(FileNotFoundError):
@@ -81,6 +86,8 @@ class Lake:
         options = [f"data_path {_quote(self.data)}", "override_data_path true"]
         if read_only:
             options.append("read_only")
+        if self.kind == "sqlite":
+            options.append(f"meta_busy_timeout {READER_WAIT_MS if read_only else WRITER_WAIT_MS}")
         if snapshot is not None:
             options.append(f"snapshot_version {int(snapshot)}")
         if at_time is not None:

@@ -1,10 +1,12 @@
 """A reader of the lake for the concurrency tests, run as its own process.
 
-``python -m tests.reliability.reader <catalog> <fresh|held> <stop-file> <out.json>`` queries every
-table and view in a loop until ``stop-file`` exists, then writes how many rounds it made, every
-error it met and every snapshot it saw. ``fresh`` attaches the catalog anew each round (what a
-dashboard does); ``held`` keeps one connection open throughout (a notebook). A separate process,
-so that it shares nothing with the writer but the files.
+``python -m tests.reliability.reader <catalog> <fresh|held|slow> <stop-file> <out.json>`` queries
+every table and view in a loop until ``stop-file`` exists, then writes how many rounds it made,
+every error it met and every snapshot it saw. ``fresh`` attaches the catalog anew each round (what
+a dashboard does); ``held`` keeps one connection open throughout (a notebook); ``slow`` is
+``held`` keeping each round's transaction open ``SLOW_ROUND`` seconds, longer than SQLite's
+default wait for a lock, so that a commit meets an open reader. A separate process, so that it
+shares nothing with the writer but the files.
 """
 
 from __future__ import annotations
@@ -18,8 +20,10 @@ import duckdb
 
 from tests.plain_duckdb import open_views
 
+SLOW_ROUND = 8.0
 
-def _round(con: duckdb.DuckDBPyConnection) -> int:
+
+def _round(con: duckdb.DuckDBPyConnection, linger: float = 0.0) -> int:
     """Every table and view counted in one transaction, so from one snapshot: the one returned."""
     con.execute("begin")
     names = con.execute(
@@ -29,18 +33,20 @@ def _round(con: duckdb.DuckDBPyConnection) -> int:
         # Names come from the catalog itself; identifiers cannot be bound parameters.
         con.execute(f'select count(*) from "{name}"').fetchall()
     (snapshot,) = con.execute("from liger.current_snapshot()").fetchone()
+    time.sleep(linger)
     con.execute("commit")
     return snapshot
 
 
 def main(catalog: str, mode: str, stop: str, out: str) -> None:
     rounds, errors, seen = 0, [], []
-    held = open_views(Path(catalog)) if mode == "held" else None
+    held = open_views(Path(catalog)) if mode in ("held", "slow") else None
+    linger = SLOW_ROUND if mode == "slow" else 0.0
     ready = Path(out + ".ready")
     while not Path(stop).exists():
         try:
             if held is not None:
-                snapshot = _round(held)
+                snapshot = _round(held, linger)
             else:
                 with open_views(Path(catalog)) as con:
                     snapshot = _round(con)
