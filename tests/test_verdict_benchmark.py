@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import verdict_report, verdicts
+from benchmarks import verdict_losses, verdict_report, verdicts
 from benchmarks.verdict_inject import DRIFT, FASTER, SLOWER, Injection, injected_csv
 from benchmarks.verdict_rules import Case, Point, lookback_z, lookback_z_rule, old_rule, otava_rule
 from tests.tiny_mirror import row, write_mirror
@@ -176,3 +176,21 @@ def test_anchor_rules_against_a_direct_computation():
     assert old_rule(_case(quiet, 1.04, base=1.0)) == "unchanged"  # under 5%
     overlapping = Case("s", True, Point(0.5, 1.0, 1.5), Point(0.6, 1.2, 1.6), (), None)
     assert old_rule(overlapping) == "unchanged"
+
+
+def test_losses_count_each_injected_series_once_and_promote_only_agreeing_inconclusives():
+    rows = [
+        ("s1", "regression", "regression", "regression", False),
+        ("s2", "inconclusive", "inconclusive", "regression", True),
+        ("f1", "inconclusive", "improvement", "unchanged", False),
+        ("u1", "inconclusive", "inconclusive", "improvement", True),
+        ("u2", "unchanged", "unchanged", "unchanged", False),
+    ]
+    counted = verdict_losses._count(rows, {"s1": "slower", "s2": "slower", "f1": "faster"})
+    assert sum(counted["injected"].values()) == 3
+    assert counted["injected"]["faster: inconclusive / base run alone improvement / recent level unchanged"] == 1
+    assert counted["flags"] == {
+        "faster series": 1, "faster flagged": 0, "faster flagged with promote": 0,
+        "slower series": 2, "slower flagged": 1, "slower flagged with promote": 2,
+        "untouched series": 2, "untouched flagged": 0, "untouched flagged with promote": 1,
+    }  # fmt: skip
