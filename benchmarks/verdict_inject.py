@@ -1,6 +1,6 @@
 """Known changes for the verdict benchmark: a copy of a real gh-pages run with seeded slowdowns
 and speedups (and optionally a host drift on every speed row), added to a copy of the mirror as
-a new run, and a warehouse refreshed over it by the real ``refresh`` job.
+the run right after it, and a warehouse refreshed over it by the real ``refresh`` job.
 """
 
 from __future__ import annotations
@@ -125,12 +125,23 @@ def copy_mirror(source: Path, target: Path) -> Path:
     return target
 
 
+def mirror_until(mirror: Path, target: Path, last: str) -> Path:
+    """``mirror`` (hard-linked) with its gh-pages runs up to ``last``: the upstream as it stood when
+    ``last`` was the newest run."""
+    shutil.copytree(mirror, target, copy_function=os.link)
+    runs = target / "gh-pages" / RUNS_PATH
+    names = runs.read_text().split()
+    runs.unlink()  # a hard link: the shared mirror copy keeps its list
+    runs.write_text("\n".join(names[: names.index(last) + 1]) + "\n")
+    return target
+
+
 def mirror_with_run(mirror: Path, target: Path, run: str, csv_bytes: bytes) -> Path:
     """``mirror`` (hard-linked) with ``run`` appended to commits.txt and its benchmark.csv.gz."""
     shutil.copytree(mirror, target, copy_function=os.link)
     runs = target / "gh-pages" / RUNS_PATH
     names = runs.read_text().split()
-    runs.unlink()  # a hard link: the shared mirror copy keeps its list
+    runs.unlink()
     runs.write_text("\n".join([*names, run]) + "\n")
     path = target / "gh-pages" / f"{run_path(run)}.gz"
     path.parent.mkdir(parents=True)

@@ -4,12 +4,13 @@ winning it back would cost.
     python -m benchmarks.verdict_losses --json FILE [--pairs BASE:HEAD,...] [--seeds 3] [--mirror DIR]
 
 For each identical-commit pair and seed, a copy of the head run with the workload injections of
-``benchmarks.verdicts`` (x1.25 in 10%, x0.8 in 5% of the Liger series, no drift) is refreshed by
-the real job, and every injected speed series is counted by three verdicts of the base run ->
-the copy: ``compare_runs``' own, the base run's alone (``recent := false``) and the recent
-level's (``recent_verdict``). The counterfactual *promote* turns an ``inconclusive`` into the
-flag of its direction whenever the recent level flags that way too; it is counted on the copy
-(injected and untouched series) and on the identical pair itself (every series a false alarm).
+``benchmarks.verdicts`` (x1.25 in 10%, x0.8 in 5% of the Liger series, no drift), placed as there
+right after the head, is refreshed by the real job, and every injected speed series is counted by
+three verdicts of the base run -> the copy: ``compare_runs``' own, the base run's alone
+(``recent := false``) and the recent level's (``recent_verdict``). The counterfactual *promote*
+turns an ``inconclusive`` into the flag of its direction whenever the recent level flags that way
+too; it is counted on the copy (injected and untouched series) and on the identical pair itself
+(every series a false alarm).
 """
 
 from __future__ import annotations
@@ -26,9 +27,9 @@ from pathlib import Path
 from benchmarks.machine import machine
 from benchmarks.verdict_data import open_database, series
 from benchmarks.verdict_inject import choose, copy_mirror, injected_csv, line_series, mirror_with_run, refresh
-from benchmarks.verdicts import MIRROR, PAIRS, SEEDS, _pairs
+from benchmarks.verdicts import MIRROR, PAIRS, SEEDS, _pairs, history_until
 from liger_warehouse.lake.location import CATALOG_FILE
-from liger_warehouse.upstream.sources import run_path
+from liger_warehouse.upstream.sources import RUNS_PATH, run_path
 
 ROOT = Path(__file__).resolve().parent.parent
 # Per speed series: the verdict, the base run's alone, the recent level's, and whether promoting
@@ -73,6 +74,7 @@ def run(mirror_source: Path, work: Path, pairs: list[tuple[str, str]], seeds: in
     mirror = copy_mirror(mirror_source, work / "mirror")
     warehouse = work / "warehouse"
     refresh(warehouse, mirror)
+    names = (mirror / "gh-pages" / RUNS_PATH).read_text().split()
     out: dict = {"identical": {}, "injected": []}
     for base, head in pairs:
         rows = _judged(warehouse / CATALOG_FILE, base, head)
@@ -84,13 +86,14 @@ def run(mirror_source: Path, work: Path, pairs: list[tuple[str, str]], seeds: in
         with open_database(warehouse / CATALOG_FILE) as con:
             run_series, lines = series(con, head), line_series(con, head)
         original = gzip.decompress((mirror / "gh-pages" / f"{run_path(head)}.gz").read_bytes())
+        history, head_warehouse = history_until(mirror, warehouse, work, head, names)
         for seed in range(seeds):
             injection = choose(run_series, "workload", seed)
             name = f"c{len(out['injected']) + 1:06x}"
             changed = injected_csv(original, lines, injection, 1.0)
-            upstream = mirror_with_run(mirror, work / name / "mirror", name, changed)
+            upstream = mirror_with_run(history, work / name / "mirror", name, changed)
             copy = work / name / "warehouse"
-            shutil.copytree(warehouse, copy)
+            shutil.copytree(head_warehouse, copy)
             refresh(copy, upstream)
             truth = {d: injection.truth(d) for d in injection.slower | injection.faster}
             counted = _count(_judged(copy / CATALOG_FILE, base, name), truth)

@@ -263,24 +263,24 @@ def section(results: Results, load: float, command: str) -> str:
         f"{SLOWER_SHARE:.0%} and by {FASTER:g} in {FASTER_SHARE:.0%} of the Liger series (*workload*), or in every "
         f"workload of {SLOWER_SHARE:.0%} and {FASTER_SHARE:.0%} of the Liger sweeps (*sweep*), {results.seeds} seeds "
         f"each, with and without every speed row (all providers) also multiplied by {DRIFT:g} (host drift). The "
-        "copy is added to a copy of the mirror as a new gh-pages run (commits.txt and its benchmark.csv.gz), a "
-        "copy of the warehouse is refreshed over it by the real job, and each rule judges the real base run → "
-        "the copy. *Recall* is the share of injected series called in the right direction, *untouched* the "
-        "series left alone (baselines included; under drift they moved by 8%). Shares are pooled over the pairs "
-        "and seeds; in brackets, the range of recall over the single comparisons.",
+        "copy is added to a copy of the mirror as the gh-pages run right after the head (commits.txt and its "
+        "benchmark.csv.gz; the runs after the head left out, whose environment the copy does not carry), a copy of "
+        "the warehouse of that history is refreshed over it by the real job, and each rule judges the real base run →"
+        " the copy. *Recall* is the share of injected series called in the right direction, *untouched* the series "
+        "left alone (baselines included; under drift they moved by 8%). Shares are pooled over the pairs and seeds; "
+        "in brackets, the range of recall over the single comparisons.",
         "* **Coverage**: the share of series a rule gives a verdict other than `inconclusive`; an anchor rule "
         "leaves a series unjudged only when it has nothing to compare with (no golden result, fewer than two "
         "earlier runs).",
-        "* **The judged run is history too.** The warehouse reads each series' noise from all of its gh-pages "
-        "runs, so the judged step is part of it: the base → head step of an identical pair, and for an injected "
-        "copy (the newest run) one step that is the injected change itself (for a copy of `7644a0f`, a step of "
-        "exactly 0 for every untouched series, which makes their noise look smaller); for a pair that is not the "
-        "newest, the noise also reads the runs that came after it. Two more readings recompute each series' noise, "
-        "in a scratch copy of the warehouse: *noise as of the judged run* from the run steps up to and including "
-        "the judged run (what the nightly refresh that brought that run computed before it judged it; for the "
-        "newest run this is the published noise), and *noise from earlier runs only* from the steps before it "
-        "(the noise of a run it has never seen). The anchor rules never see the head: their history ends at the "
-        "base run.",
+        "* **The judged run is history too.** The warehouse reads each series' noise from all of its gh-pages runs, "
+        "so the judged step is part of it: the base → head step of an identical pair (for a pair that is not the "
+        "newest, the noise also reads the runs that came after it), and for an injected copy (the newest run of its "
+        "history) one step that is the injected change itself (a step of exactly 0 from the head for every untouched "
+        "series, which makes their noise look smaller). Two more readings recompute each series' noise, in a scratch "
+        "copy of the warehouse: *noise as of the judged run* from the run steps up to and including the judged run "
+        "(what the nightly refresh that brought that run computed before it judged it; for the newest run this is the"
+        " published noise), and *noise from earlier runs only* from the steps before it (the noise of a run it has "
+        "never seen). The anchor rules never see the head: their history ends at the base run.",
         "",
         "The anchor rules:",
         "",

@@ -62,6 +62,7 @@ from benchmarks.verdict_inject import (
     copy_mirror,
     injected_csv,
     line_series,
+    mirror_until,
     mirror_with_run,
     refresh,
 )
@@ -126,6 +127,17 @@ def _by_constants(settings: tuple[Setting, ...]) -> dict[tuple, list[Setting]]:
     return {overrides: list(group.values()) for overrides, group in groups.items()}
 
 
+def history_until(mirror: Path, warehouse: Path, work: Path, head: str, names: list[str]) -> tuple[Path, Path]:
+    """The mirror and its warehouse as they stood when ``head`` was the newest run, for its
+    injected copy to come right after it: a copy appended after later runs would be judged across
+    the environment shifts among them, which it does not carry."""
+    if head == names[-1]:
+        return mirror, warehouse
+    history = mirror_until(mirror, work / "histories" / head, head)
+    refresh(work / "history-warehouses" / head, history)
+    return history, work / "history-warehouses" / head
+
+
 def _untouched(_: str) -> str:
     return "untouched"
 
@@ -180,6 +192,7 @@ def run(
     for base, head in pairs:
         original = gzip.decompress((mirror / "gh-pages" / f"{run_path(head)}.gz").read_bytes())
         run_series, lines = heads[head]
+        history, head_warehouse = history_until(mirror, base_warehouse, work, head, names)
         for seed in range(seeds):
             for scope in SCOPES:
                 injection = choose(run_series, scope, seed)
@@ -187,10 +200,10 @@ def run(
                     index += 1
                     name = f"b{index:06x}"  # a new commit-like run name, newest in commits.txt
                     upstream = mirror_with_run(
-                        mirror, work / "mirrors" / name, name, injected_csv(original, lines, injection, drift)
+                        history, work / "mirrors" / name, name, injected_csv(original, lines, injection, drift)
                     )
                     warehouse = work / "warehouses" / name
-                    shutil.copytree(base_warehouse, warehouse)
+                    shutil.copytree(head_warehouse, warehouse)
                     clock = time.perf_counter()
                     refresh(warehouse, upstream)
                     refreshes.append(time.perf_counter() - clock)
