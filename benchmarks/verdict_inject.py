@@ -126,8 +126,9 @@ def copy_mirror(source: Path, target: Path) -> Path:
 
 
 def mirror_until(mirror: Path, target: Path, last: str) -> Path:
-    """``mirror`` (hard-linked) with its gh-pages runs up to ``last``: the upstream as it stood when
-    ``last`` was the newest run."""
+    """``mirror`` (hard-linked) with its gh-pages run list cut after ``last``, so that a run appended
+    comes right after it (the main-branch revisions and compare files stay: a refresh reads the
+    compares of listed runs only)."""
     shutil.copytree(mirror, target, copy_function=os.link)
     runs = target / "gh-pages" / RUNS_PATH
     names = runs.read_text().split()

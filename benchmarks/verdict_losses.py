@@ -102,6 +102,10 @@ def run(mirror_source: Path, work: Path, pairs: list[tuple[str, str]], seeds: in
     return out
 
 
+def _git(*args: str) -> str:
+    return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", type=Path, required=True, help="where to write the counts")
@@ -111,10 +115,17 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--note", default="", help="what else ran on the machine")
     args = parser.parse_args(argv)
     facts = machine(args.note)
-    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    commit = _git("rev-parse", "HEAD").strip()
+    uncommitted = _git("status", "--porcelain", "--untracked-files=no").splitlines()
     with tempfile.TemporaryDirectory(prefix="liger-losses-") as work:
         counts = run(args.mirror, Path(work), _pairs(args.pairs), args.seeds)
-    result = {"command": "python -m benchmarks.verdict_losses", "commit": commit, "machine": facts, **counts}
+    result = {
+        "command": "python -m benchmarks.verdict_losses",
+        "commit": commit,
+        "uncommitted": uncommitted,
+        "machine": facts,
+        **counts,
+    }
     args.json.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")
     print(json.dumps(counts["identical"], indent=1, ensure_ascii=False))
     for record in counts["injected"]:

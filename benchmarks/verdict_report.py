@@ -233,8 +233,8 @@ def _counts(results: Results) -> str:
     median = refreshes[len(refreshes) // 2] if refreshes else float("nan")
     return (
         f"The run took {results.seconds / 60:.1f} min: the warehouse built in {results.build_seconds:.0f} s, "
-        f"{len(refreshes)} injected runs each refreshed into a copy of it (median {median:.0f} s), every rule and "
-        "setting judged on each."
+        f"{len(refreshes)} injected runs each refreshed into a copy of it, or of the warehouse of the runs up to "
+        f"their head (median {median:.0f} s), every rule and setting judged on each."
     )
 
 

@@ -11,8 +11,9 @@ the new rule, ``compare_runs`` of the warehouse:
 * recall: for each pair, a copy of the head run with x1.25 slowdowns in 10% and x0.8 speedups
   in 5% of the Liger series (``workload``) or of the Liger sweeps (``sweep``), with and without
   a x1.08 slowdown of every speed row (host drift), ``--seeds`` draws each. Each copy enters a
-  copy of the mirror as a new, newest gh-pages run, and a copy of the warehouse is refreshed
-  over it by the real job, so the new rule judges it with the noise the refresh computed;
+  copy of the mirror as the gh-pages run right after its head (the runs after the head left
+  out), and a copy of the warehouse of that history is refreshed over it by the real job, so the
+  new rule judges it with the noise the refresh computed;
 * coverage: the series not ``inconclusive`` (nor left unjudged by an anchor rule);
 * the new rule again with each series' noise recomputed from the runs before the judged one, from
   the runs up to it, and under other constants (``verdict_rule()``, among them the significance
@@ -131,11 +132,12 @@ def history_until(mirror: Path, warehouse: Path, work: Path, head: str, names: l
     """The mirror and its warehouse as they stood when ``head`` was the newest run, for its
     injected copy to come right after it: a copy appended after later runs would be judged across
     the environment shifts among them, which it does not carry."""
+    history, history_warehouse = work / "histories" / head, work / "history-warehouses" / head
     if head == names[-1]:
         return mirror, warehouse
-    history = mirror_until(mirror, work / "histories" / head, head)
-    refresh(work / "history-warehouses" / head, history)
-    return history, work / "history-warehouses" / head
+    if not history_warehouse.exists():  # two pairs may share a head
+        refresh(history_warehouse, mirror_until(mirror, history, head))
+    return history, history_warehouse
 
 
 def _untouched(_: str) -> str:

@@ -155,9 +155,10 @@ def test_refresh_with_nothing_new_says_so_in_one_line(warehouse: Path, dagster_h
 def test_a_refresh_that_loses_to_another_writer_says_so_in_one_line(
     warehouse: Path, tmp_path: Path, dagster_home: Path
 ):
-    """Another writer's transaction is open on the catalog (another refresh, about to commit):
-    this refresh commits nothing, says why in one line and exits 1; the lake stays as it was.
-    The installed CLI, as a process: its end releases what its failed commit held."""
+    """Another writer's transaction is open on the catalog (another refresh, about to commit)
+    longer than the refresh's commit waits: it commits nothing, says why in one line and exits
+    1; the lake stays as it was. The installed CLI, as a process: its end releases what its
+    failed commit held."""
     mirror = _mirror_with_one_more_commit(tmp_path)
     before = _snapshots(warehouse)
     with open_lake(Lake.of(str(warehouse))) as other:
@@ -165,13 +166,15 @@ def test_a_refresh_that_loses_to_another_writer_says_so_in_one_line(
         other.execute("create or replace table dim_build as select * from dim_build")
         done = subprocess.run(
             [*cli_script(), "refresh", "-w", str(warehouse), "--upstream", str(mirror)],
-            env=cli_env(dagster_home), capture_output=True, text=True, timeout=300, check=False,
+            env=cli_env(dagster_home, LIGER_WAREHOUSE_COMMIT_WAIT_SECONDS="2"), capture_output=True, text=True,
+            timeout=300, check=False,
         )  # fmt: skip
         other.execute("rollback")
     text = ANSI.sub("", done.stdout + done.stderr)
     assert done.returncode == 1, text
     said = [line for line in text.splitlines() if line.strip() and not line.startswith(PROGRESS)]
     assert len(said) == 1 and said[0].startswith("error: ") and "nothing was published" in said[0], text
+    assert "the catalog stayed locked" in said[0] and "LIGER_WAREHOUSE_COMMIT_WAIT_SECONDS" in said[0], text
     assert _snapshots(warehouse) == before
 
 

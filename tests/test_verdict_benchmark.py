@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 
 from benchmarks import verdict_losses, verdict_report, verdicts
-from benchmarks.verdict_inject import DRIFT, FASTER, SLOWER, Injection, injected_csv
+from benchmarks.verdict_inject import DRIFT, FASTER, SLOWER, Injection, injected_csv, mirror_until
 from benchmarks.verdict_rules import Case, Point, lookback_z, lookback_z_rule, old_rule, otava_rule
+from liger_warehouse.upstream.sources import RUNS_PATH
 from tests.tiny_mirror import row, write_mirror
 
 pytestmark = pytest.mark.slow
@@ -194,3 +195,13 @@ def test_losses_count_each_injected_series_once_and_promote_only_agreeing_inconc
         "slower series": 2, "slower flagged": 1, "slower flagged with promote": 2,
         "untouched series": 2, "untouched flagged": 0, "untouched flagged with promote": 1,
     }  # fmt: skip
+
+
+def test_a_history_until_a_head_lists_the_runs_up_to_it_and_leaves_the_mirror_alone(tmp_path):
+    mirror = tmp_path / "mirror"
+    runs = mirror / "gh-pages" / RUNS_PATH
+    runs.parent.mkdir(parents=True)
+    runs.write_text("aaaa001\naaaa002\naaaa003\n")
+    cut = mirror_until(mirror, tmp_path / "cut", "aaaa002")
+    assert (cut / "gh-pages" / RUNS_PATH).read_text().split() == ["aaaa001", "aaaa002"]
+    assert runs.read_text().split() == ["aaaa001", "aaaa002", "aaaa003"]

@@ -15,6 +15,7 @@ from datetime import datetime
 
 import duckdb
 
+from liger_warehouse import settings
 from liger_warehouse.analysis import change_points
 from liger_warehouse.analysis.series_batch import Counts
 from liger_warehouse.analysis.series_pool import SeriesPool
@@ -22,7 +23,7 @@ from liger_warehouse.audit import checks
 from liger_warehouse.build.ingest import Ingest
 from liger_warehouse.build.row_source import RowSource
 from liger_warehouse.lake.connect import open_lake, writer_turn
-from liger_warehouse.lake.location import ALIAS, WRITER_WAIT_MS, Lake
+from liger_warehouse.lake.location import ALIAS, Lake
 from liger_warehouse.lake.objects import Created, create_sql_objects, create_tables, sql_current
 from liger_warehouse.model.revisions import UpstreamListing
 from liger_warehouse.runtime.failpoints import failpoint
@@ -42,7 +43,8 @@ class ChecksFailed(RuntimeError):
 
 
 class PublishConflict(RuntimeError):
-    """Another writer committed to the same lake first: this refresh committed nothing."""
+    """Another writer committed to the same lake first, or the catalog stayed locked: this
+    refresh committed nothing."""
 
 
 @dataclass
@@ -111,7 +113,7 @@ def commit(con: duckdb.DuckDBPyConnection) -> None:
         cause = str(exc).strip().splitlines()[-1]
         if "database is locked" in cause:
             raise PublishConflict(
-                f"the catalog stayed locked for {WRITER_WAIT_MS // 1000} s (a reader's open transaction "
-                f"or another writer), nothing was published: {cause}"
+                "the catalog stayed locked (a reader's transaction open longer than "
+                f"{settings.COMMIT_WAIT_SECONDS}, or another writer), nothing was published: {cause}"
             ) from None
         raise PublishConflict(f"another writer changed this lake first, nothing was published: {cause}") from None

@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 PREFLIGHT_TIMEOUT = 5.0
 # The asset whose materialization says which snapshot a run published (its "snapshot" metadata).
 PUBLISHED_ASSET = "fact_result"
-# Why a refresh committed nothing when another writer committed to the lake first.
+# Why a refresh committed nothing: another writer committed first, or the catalog stayed locked.
 CONFLICT = "PublishConflict"
 
 

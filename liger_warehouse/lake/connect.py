@@ -3,7 +3,7 @@ read-only and locked down to the lake's own files.
 
 A reader attaches the catalog ``READ_ONLY`` (at an earlier snapshot for time travel): it never
 writes, and sees one committed snapshot from its first query to its last. On a SQLite catalog a
-commit waits for readers' open transactions (``location.WRITER_WAIT_MS``).
+commit waits for readers' open transactions (``_lock_wait_ms``).
 """
 
 from __future__ import annotations
@@ -48,6 +48,14 @@ def _memory(reader: bool) -> dict[str, str]:
         spill = scratch / "duckdb-spill"
         spill.mkdir(parents=True, exist_ok=True)
     return {"memory_limit": s.duckdb_memory_limit or DEFAULT_MEMORY_LIMIT, "temp_directory": str(spill)}
+
+
+def _lock_wait_ms(reader: bool) -> int:
+    """How long a SQLite catalog waits for a lock (SQLite's own default, 5 s, made a refresh fail
+    beside one slow reader): a commit waits for the readers' transactions it finds, while readers
+    arriving meanwhile queue behind it, so they wait twice as long as a commit does."""
+    wait = settings.current().commit_wait_seconds * 1000
+    return round(2 * wait if reader else wait)
 
 
 def _s3_secret(con: duckdb.DuckDBPyConnection, lake: Lake) -> None:
@@ -95,7 +103,7 @@ def open_lake(
         if not read_only and lake.catalog_file is not None:
             lake.catalog_file.parent.mkdir(parents=True, exist_ok=True)
         try:
-            con.execute(lake.attach_sql(read_only, snapshot, at_time))
+            con.execute(lake.attach_sql(read_only, snapshot, at_time, _lock_wait_ms(read_only)))
         except duckdb.InvalidInputException as exc:
             # A PostgreSQL database may exist without a lake in it: a reader creates none.
             if read_only and "does not exist" in str(exc):

@@ -14,11 +14,6 @@ CATALOG_FILE = "catalog.sqlite"
 DATA_DIR = "lake"
 ALIAS = "liger"
 OBJECT_STORES = ("s3://", "gs://", "az://")
-# A SQLite catalog commits only when no reader's transaction is open: the writer waits this long
-# for the readers it finds (new ones queue behind it), and a reader waits longer than that, so a
-# reader arriving mid-commit is served after it rather than refused (SQLite's default is 5 s).
-WRITER_WAIT_MS = 60_000
-READER_WAIT_MS = 120_000
 
 
 class NoWarehouse(FileNotFoundError):
@@ -80,14 +75,17 @@ class Lake:
         file = self.catalog_file
         return file is None or file.is_file()
 
-    def attach_sql(self, read_only: bool, snapshot: int | None = None, at_time: str | None = None) -> str:
+    def attach_sql(
+        self, read_only: bool, snapshot: int | None = None, at_time: str | None = None, wait_ms: int | None = None
+    ) -> str:
         """``ATTACH`` of the lake as ``liger``; the data path always overrides the one stored in
-        the catalog, so a copied or moved warehouse reads its own files."""
+        the catalog, so a copied or moved warehouse reads its own files. ``wait_ms``: how long a
+        SQLite catalog waits for a lock (PostgreSQL orders its own)."""
         options = [f"data_path {_quote(self.data)}", "override_data_path true"]
         if read_only:
             options.append("read_only")
-        if self.kind == "sqlite":
-            options.append(f"meta_busy_timeout {READER_WAIT_MS if read_only else WRITER_WAIT_MS}")
+        if self.kind == "sqlite" and wait_ms is not None:
+            options.append(f"meta_busy_timeout {int(wait_ms)}")
         if snapshot is not None:
             options.append(f"snapshot_version {int(snapshot)}")
         if at_time is not None:

@@ -181,7 +181,7 @@ def record(lake: Lake, make: Callable[[duckdb.DuckDBPyConnection], Event]) -> tu
     """``make(con)`` checks what it names and returns the event; it is appended as the lake's
     next snapshot, which is returned with it. A ``TriageRejected`` from ``make`` writes nothing; so
     does a ``PublishConflict``: a refresh committed to a PostgreSQL catalog first (on a SQLite one
-    they take turns)."""
+    writers take turns), or readers held the catalog past ``LIGER_WAREHOUSE_COMMIT_WAIT_SECONDS``."""
     if not lake.exists():
         raise NoWarehouse(f"no warehouse at {lake.catalog}: run `liger-warehouse refresh` first")
     with writer_turn(lake), open_lake(lake) as con:

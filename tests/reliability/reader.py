@@ -24,8 +24,19 @@ SLOW_ROUND = 8.0
 
 
 def _round(con: duckdb.DuckDBPyConnection, linger: float = 0.0) -> int:
-    """Every table and view counted in one transaction, so from one snapshot: the one returned."""
+    """Every table and view counted in one transaction, so from one snapshot: the one returned.
+    A failed round ends its transaction, so that one error does not become every later one."""
     con.execute("begin")
+    try:
+        snapshot = _counted(con, linger)
+    except Exception:
+        con.execute("rollback")
+        raise
+    con.execute("commit")
+    return snapshot
+
+
+def _counted(con: duckdb.DuckDBPyConnection, linger: float) -> int:
     names = con.execute(
         "select table_name from information_schema.tables where table_catalog = 'liger' order by 1"
     ).fetchall()
@@ -34,7 +45,6 @@ def _round(con: duckdb.DuckDBPyConnection, linger: float = 0.0) -> int:
         con.execute(f'select count(*) from "{name}"').fetchall()
     (snapshot,) = con.execute("from liger.current_snapshot()").fetchone()
     time.sleep(linger)
-    con.execute("commit")
     return snapshot
 
 

@@ -3,7 +3,8 @@ during a refresh held just before its commit, and two refreshes at once.
 
 A refresh is one DuckLake transaction; it writes new data files and changes the catalog only
 when it commits. Readers attach the catalog read-only and see the snapshot that was newest when
-their transaction began, so they never wait for a writer or for each other. Two writers of one
+their transaction began; they never wait for each other, and on a SQLite catalog the commit waits
+for the readers' open transactions while readers arriving meanwhile wait for the commit. Two writers of one
 lake conflict at the commit: one commits, the other raises ``PublishConflict`` and commits
 nothing. Two hosts on one PostgreSQL catalog: ``test_postgres_catalog.py``.
 """
