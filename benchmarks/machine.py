@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import os
 import platform
+import subprocess
 from datetime import UTC, datetime
 from importlib.metadata import version
 from pathlib import Path
 
 import psutil
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def machine(note: str) -> dict:
@@ -28,3 +31,14 @@ def machine(note: str) -> dict:
         "load_start": os.getloadavg()[0],
         "note": note,
     }
+
+
+def repository() -> dict:
+    """The commit measured and what differs from it where the numbers come from."""
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+
+    paths = ("sql", "liger_warehouse", "benchmarks", "pipelines")
+    uncommitted = git("status", "--porcelain", "--", *paths).splitlines()
+    return {"commit": git("rev-parse", "HEAD").strip(), "uncommitted": uncommitted}

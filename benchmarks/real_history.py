@@ -33,7 +33,6 @@ import os
 import shlex
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -41,7 +40,7 @@ from pathlib import Path
 
 import duckdb
 
-from benchmarks.machine import machine
+from benchmarks.machine import machine, repository
 from benchmarks.real_history_data import (
     FLAGS,
     OUTLIER_COUNTS,
@@ -186,17 +185,6 @@ def evaluate(catalog: Path, mirror: Path, latency_runs: int) -> dict:
     }
 
 
-def _repository() -> dict:
-    """The commit measured and what differs from it where the numbers come from."""
-
-    def git(*args: str) -> str:
-        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=True).stdout
-
-    paths = ("sql", "liger_warehouse", "benchmarks", "pipelines")
-    uncommitted = git("status", "--porcelain", "--", *paths).splitlines()
-    return {"commit": git("rev-parse", "HEAD").strip(), "uncommitted": uncommitted}
-
-
 def _percent(value: float | None) -> str:
     return "-" if value is None else f"{value:.1%}"
 
@@ -264,7 +252,7 @@ def main(argv: list[str] | None = None) -> dict:
     results = {
         "command": "python -m benchmarks.real_history " + shlex.join(sys.argv[1:] if argv is None else argv),
         "machine": facts,
-        "repository": _repository(),
+        "repository": repository(),
         "mirror": os.path.relpath(args.mirror.absolute(), ROOT),
         "performance_wording": PERFORMANCE.pattern,
         "build_seconds": build,

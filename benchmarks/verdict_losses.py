@@ -19,19 +19,17 @@ import argparse
 import gzip
 import json
 import shutil
-import subprocess
 import tempfile
 from collections import Counter
 from pathlib import Path
 
-from benchmarks.machine import machine
+from benchmarks.machine import machine, repository
 from benchmarks.verdict_data import open_database, series
 from benchmarks.verdict_inject import choose, copy_mirror, injected_csv, line_series, mirror_with_run, refresh
 from benchmarks.verdicts import MIRROR, PAIRS, SEEDS, _pairs, history_until
 from liger_warehouse.lake.location import CATALOG_FILE
 from liger_warehouse.upstream.sources import RUNS_PATH, run_path
 
-ROOT = Path(__file__).resolve().parent.parent
 # Per speed series: the verdict, the base run's alone, the recent level's, and whether promoting
 # on the recent level's agreement would flag it.
 VERDICTS = """
@@ -102,10 +100,6 @@ def run(mirror_source: Path, work: Path, pairs: list[tuple[str, str]], seeds: in
     return out
 
 
-def _git(*args: str) -> str:
-    return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=True).stdout
-
-
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", type=Path, required=True, help="where to write the counts")
@@ -115,14 +109,12 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--note", default="", help="what else ran on the machine")
     args = parser.parse_args(argv)
     facts = machine(args.note)
-    commit = _git("rev-parse", "HEAD").strip()
-    uncommitted = _git("status", "--porcelain", "--untracked-files=no").splitlines()
+    provenance = repository()
     with tempfile.TemporaryDirectory(prefix="liger-losses-") as work:
         counts = run(args.mirror, Path(work), _pairs(args.pairs), args.seeds)
     result = {
         "command": "python -m benchmarks.verdict_losses",
-        "commit": commit,
-        "uncommitted": uncommitted,
+        **provenance,
         "machine": facts,
         **counts,
     }

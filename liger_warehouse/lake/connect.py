@@ -37,10 +37,9 @@ def cache_dir(s: settings.Settings | None = None) -> Path:
     return Path(base).expanduser()
 
 
-def _memory(reader: bool) -> dict[str, str]:
+def _memory(s: settings.Settings, reader: bool) -> dict[str, str]:
     """The memory limit, and where queries spill beyond it. A writer makes its spill folder; a
     reader creates no file unless it spills, into a folder of its own process."""
-    s = settings.current()
     scratch = cache_dir(s)
     if reader:
         spill = (scratch if scratch.is_dir() else Path(tempfile.gettempdir())) / f"duckdb-spill-{os.getpid()}"
@@ -50,11 +49,11 @@ def _memory(reader: bool) -> dict[str, str]:
     return {"memory_limit": s.duckdb_memory_limit or DEFAULT_MEMORY_LIMIT, "temp_directory": str(spill)}
 
 
-def _lock_wait_ms(reader: bool) -> int:
+def _lock_wait_ms(s: settings.Settings, reader: bool) -> int:
     """How long a SQLite catalog waits for a lock (SQLite's own default, 5 s, made a refresh fail
     beside one slow reader): a commit waits for the readers' transactions it finds, while readers
     arriving meanwhile queue behind it, so they wait twice as long as a commit does."""
-    wait = settings.current().commit_wait_seconds * 1000
+    wait = s.commit_wait_seconds * 1000
     return round(2 * wait if reader else wait)
 
 
@@ -93,7 +92,8 @@ def open_lake(
     catalog when there is none; a reader refuses (``NoWarehouse``)."""
     if read_only and not lake.exists():
         raise NoWarehouse(f"no warehouse at {lake.catalog}: run `liger-warehouse refresh` first")
-    con = duckdb.connect(config={**NO_DOWNLOADS, **_memory(read_only), **(config or {})})
+    s = settings.current()
+    con = duckdb.connect(config={**NO_DOWNLOADS, **_memory(s, read_only), **(config or {})})
     try:
         extensions.load(con, lake.extensions())
         if not lake.data_is_local:
@@ -103,7 +103,7 @@ def open_lake(
         if not read_only and lake.catalog_file is not None:
             lake.catalog_file.parent.mkdir(parents=True, exist_ok=True)
         try:
-            con.execute(lake.attach_sql(read_only, snapshot, at_time, _lock_wait_ms(read_only)))
+            con.execute(lake.attach_sql(read_only, snapshot, at_time, _lock_wait_ms(s, read_only)))
         except duckdb.InvalidInputException as exc:
             # A PostgreSQL database may exist without a lake in it: a reader creates none.
             if read_only and "does not exist" in str(exc):
