@@ -52,20 +52,41 @@ def _right(truth: str, verdict: str) -> bool:
 
 
 def _count(rows: list[tuple], truth: dict[str, str]) -> dict:
-    """Injected speed series by their three verdicts; flags with and without *promote*."""
-    injected = Counter()
-    flags = Counter()
+    """Injected speed series by their three verdicts and by where each was lost; flags with and
+    without *promote*."""
+    injected, losses, flags = Counter(), Counter(), Counter()
     for digest, verdict, base_only, recent, promoted in rows:
         t = truth.get(digest, "untouched")
         if t != "untouched":
             injected[f"{t}: {verdict} / base run alone {base_only} / recent level {recent}"] += 1
+            losses[_loss(t, verdict, base_only)] += 1
         flagged = verdict in ("regression", "improvement")
         flags[f"{t} series"] += 1
         flags[f"{t} flagged"] += flagged if t == "untouched" else _right(t, verdict)
         flags[f"{t} flagged with promote"] += (
             (flagged or promoted) if t == "untouched" else (_right(t, verdict) or (promoted and _right(t, recent)))
         )
-    return {"injected": dict(injected.most_common()), "flags": dict(sorted(flags.items()))}
+    return {
+        "injected": dict(injected.most_common()),
+        "losses": dict(losses.most_common()),
+        "flags": dict(sorted(flags.items())),
+    }
+
+
+def _loss(truth: str, verdict: str, base_only: str) -> str:
+    if _right(truth, verdict):
+        return "found"
+    if _right(truth, base_only):
+        return f"found on the base run, taken back to {verdict} by the recent level"
+    return f"{base_only} on the base run alone"
+
+
+def pooled(records: list[dict], key: str) -> dict[str, int]:
+    """``records``' counts under ``key`` summed over pairs and seeds."""
+    total = Counter()
+    for record in records:
+        total.update(record[key])
+    return dict(total.most_common())
 
 
 def run(mirror_source: Path, work: Path, pairs: list[tuple[str, str]], seeds: int) -> dict:
@@ -112,6 +133,7 @@ def main(argv: list[str] | None = None) -> dict:
     provenance = repository()
     with tempfile.TemporaryDirectory(prefix="liger-losses-") as work:
         counts = run(args.mirror, Path(work), _pairs(args.pairs), args.seeds)
+    counts["pooled"] = {key: pooled(counts["injected"], key) for key in ("losses", "flags")}
     result = {
         "command": "python -m benchmarks.verdict_losses",
         **provenance,
@@ -119,7 +141,7 @@ def main(argv: list[str] | None = None) -> dict:
         **counts,
     }
     args.json.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")
-    print(json.dumps(counts["identical"], indent=1, ensure_ascii=False))
+    print(json.dumps({"identical": counts["identical"], **counts["pooled"]}, indent=1, ensure_ascii=False))
     for record in counts["injected"]:
         print(record["pair"], record["seed"], json.dumps(record["flags"]))
     return result

@@ -205,3 +205,18 @@ def test_a_history_until_a_head_lists_the_runs_up_to_it_and_leaves_the_mirror_al
     cut = mirror_until(mirror, tmp_path / "cut", "aaaa002")
     assert (cut / "gh-pages" / RUNS_PATH).read_text().split() == ["aaaa001", "aaaa002"]
     assert runs.read_text().split() == ["aaaa001", "aaaa002", "aaaa003"]
+
+
+def test_losses_name_where_each_injected_series_went_and_pool_over_draws():
+    rows = [
+        ("s1", "regression", "regression", "regression", False),
+        ("s2", "inconclusive", "regression", "unchanged", False),
+        ("f1", "unchanged", "inconclusive", "unchanged", False),
+    ]
+    counted = verdict_losses._count(rows, {"s1": "slower", "s2": "slower", "f1": "faster"})
+    assert counted["losses"] == {
+        "found": 1,
+        "found on the base run, taken back to inconclusive by the recent level": 1,
+        "inconclusive on the base run alone": 1,
+    }
+    assert verdict_losses.pooled([counted, counted], "losses")["found"] == 2
