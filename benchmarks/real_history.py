@@ -1,7 +1,7 @@
 """Verdicts on real consecutive nightly runs: false alarms on code that did not change, changes
 only an outlier base shows, and recall on the changes commits announce.
 
-    python -m benchmarks.real_history --json FILE [--mirror DIR] [--work DIR] [--note TEXT]
+    python -m benchmarks.real_history --json FILE [--mirror DIR] [--work DIR] [--significance V] [--note TEXT]
 
 Builds a warehouse from the mirror with the real ``refresh`` job, opens it read-only and, for
 every consecutive pair of gh-pages runs (commits.txt, upload order) whose compare the mirror
@@ -19,6 +19,10 @@ holds, and for every rule variant of ``RULES``:
    that range reads as performance work: does the rule flag one of the kernel's Liger series;
 4. the latency of each rule on the newest pair (``benchmarks/view_latency.py``'s ``measure``:
    the warm figure is the median of ``--latency-runs`` on one connection after a warm-up).
+
+With ``--significance``, everything is measured on a scratch copy of the lake whose
+``verdict_rule()`` has that significance (the series noise recomputed: ``verdict_data.Scratch``),
+to set a setting of the dial of docs/VERDICTS.md beside the default on real history.
 
 A range GitHub lists as behind or diverged, or without a compare in the mirror, is skipped (its
 list of files misses code that changed). Prints a table; writes everything, with the command,
@@ -58,7 +62,7 @@ from benchmarks.real_history_data import (
     runs,
     verdicts,
 )
-from benchmarks.verdict_data import open_database
+from benchmarks.verdict_data import Scratch, open_database
 from benchmarks.verdict_inject import refresh
 from benchmarks.verdicts import MIRROR, ROOT
 from benchmarks.view_latency import measure
@@ -228,12 +232,27 @@ def table(results: dict) -> str:
     return "\n".join(lines)
 
 
+def _measure(catalog: Path, scratch_dir: Path, args: argparse.Namespace) -> dict:
+    """``evaluate`` on the warehouse, or on a scratch copy at ``--significance``."""
+    if args.significance is None:
+        return evaluate(catalog, args.mirror, args.latency_runs)
+    scratch = Scratch(catalog, scratch_dir)
+    try:
+        scratch.recompute({"significance": args.significance})
+        return {"significance": args.significance} | evaluate(
+            scratch.path / CATALOG_FILE, args.mirror, args.latency_runs
+        )
+    finally:
+        scratch.close()
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.real_history", description=__doc__.splitlines()[0])
     parser.add_argument("--json", type=Path, required=True, help="where the results go")
     parser.add_argument("--mirror", type=Path, default=MIRROR, help="the upstream mirror directory")
     parser.add_argument("--work", type=Path, help="where the warehouse is built and kept (default: a temporary one)")
     parser.add_argument("--latency-runs", type=int, default=LATENCY_RUNS)
+    parser.add_argument("--significance", type=float, help="verdict_rule().significance to measure (default: the rule's)")
     parser.add_argument("--note", default="", help="said beside the load average, e.g. 'machine quiet'")
     args = parser.parse_args(argv)
     started = time.perf_counter()
@@ -244,7 +263,7 @@ def main(argv: list[str] | None = None) -> dict:
         refresh(warehouse, args.mirror)
         build = time.perf_counter() - started
         print(f"built the warehouse from {args.mirror} in {build:.0f} s", file=sys.stderr, flush=True)
-        measured = evaluate(warehouse / CATALOG_FILE, args.mirror, args.latency_runs)
+        measured = _measure(warehouse / CATALOG_FILE, work / "scratch", args)
     finally:
         if args.work is None:
             shutil.rmtree(work, ignore_errors=True)

@@ -4,6 +4,7 @@ its counts of one pair beside a second, plain recomputation in SQL. The full run
 
 from __future__ import annotations
 
+import argparse
 import json
 from itertools import pairwise
 from pathlib import Path
@@ -138,3 +139,15 @@ def test_identical_pairs_and_labelled_events(measured):
 )
 def test_file_stem(filename, stem):
     assert file_stem(filename) == stem
+
+
+def test_a_scratch_copy_at_the_rules_own_significance_measures_what_the_lake_does(measured, tmp_path):
+    results, work = measured
+    args = argparse.Namespace(significance=5.0, mirror=MIRROR, latency_runs=1)
+    scratch = real_history._measure(work / "warehouse" / CATALOG_FILE, tmp_path / "scratch", args)
+    assert scratch["significance"] == 5.0 and not (tmp_path / "scratch").exists()
+    assert scratch["rules"] == results["rules"]
+    stricter = real_history._measure(
+        work / "warehouse" / CATALOG_FILE, tmp_path / "scratch", argparse.Namespace(**{**vars(args), "significance": 50.0})
+    )
+    assert stricter["rules"][RULE]["pooled"]["flagged"] < results["rules"][RULE]["pooled"]["flagged"]
