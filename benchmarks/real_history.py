@@ -252,7 +252,9 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--mirror", type=Path, default=MIRROR, help="the upstream mirror directory")
     parser.add_argument("--work", type=Path, help="where the warehouse is built and kept (default: a temporary one)")
     parser.add_argument("--latency-runs", type=int, default=LATENCY_RUNS)
-    parser.add_argument("--significance", type=float, help="verdict_rule().significance to measure (default: the rule's)")
+    parser.add_argument(
+        "--significance", type=float, help="verdict_rule().significance to measure at (default: the rule's)"
+    )
     parser.add_argument("--note", default="", help="said beside the load average, e.g. 'machine quiet'")
     args = parser.parse_args(argv)
     started = time.perf_counter()

@@ -147,7 +147,6 @@ def test_a_scratch_copy_at_the_rules_own_significance_measures_what_the_lake_doe
     scratch = real_history._measure(work / "warehouse" / CATALOG_FILE, tmp_path / "scratch", args)
     assert scratch["significance"] == 5.0 and not (tmp_path / "scratch").exists()
     assert scratch["rules"] == results["rules"]
-    stricter = real_history._measure(
-        work / "warehouse" / CATALOG_FILE, tmp_path / "scratch", argparse.Namespace(**{**vars(args), "significance": 50.0})
-    )
+    args.significance = 50.0
+    stricter = real_history._measure(work / "warehouse" / CATALOG_FILE, tmp_path / "scratch", args)
     assert stricter["rules"][RULE]["pooled"]["flagged"] < results["rules"][RULE]["pooled"]["flagged"]
