@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import altair as alt
 
-from benchmarks.verdict_data import OPERATING, Setting
+from benchmarks.verdict_data import Setting
 from benchmarks.verdict_inject import DRIFT, SCOPES
 from benchmarks.verdict_rules import ANCHOR_RULES
 from benchmarks.verdict_tally import NEW, Results, Share, flagged, pooled, recall, table
@@ -42,10 +42,11 @@ def _point(results: Results, rule: str, label: str, scope: str, drift: float) ->
     return Point(label, recall(injected), flagged(injected), flagged(pooled(results, "identical", rule)))
 
 
-def dial(results: Results, scope: str, drift: float, settings: tuple[Setting, ...] = OPERATING) -> list[Point]:
+def dial(results: Results, scope: str, drift: float, settings: tuple[Setting, ...] | None = None) -> list[Point]:
     """The new rule at each significance of the dial, from the threshold alone up (or at each of
     ``settings``)."""
-    return [_point(results, f"{NEW}: {s.label}", s.label, scope, drift) for s in settings]
+    chosen = results.grid.operating if settings is None else settings
+    return [_point(results, f"{NEW}: {s.label}", s.label, scope, drift) for s in chosen]
 
 
 def anchor(results: Results, rule: str, scope: str, drift: float) -> Point:
@@ -79,7 +80,7 @@ def dial_table(results: Results) -> list[str]:
         header += [f"{scenario_name(scope, drift)}: recall", "untouched flagged"]
     curves = [dial(results, scope, drift) for scope, drift in SCENARIOS]
     rows = []
-    for i, setting in enumerate(OPERATING):
+    for i, setting in enumerate(results.grid.operating):
         label = setting.label.removeprefix("significance ")
         row = [f"**{label}** (default)" if setting.label == DEFAULT else label, str(curves[0][i].identical)]
         for curve in curves:
@@ -97,7 +98,7 @@ def at_equal_recall_table(results: Results) -> list[str]:
     rows = []
     for rule in ANCHOR_RULES:
         for scope, drift in SCENARIOS:
-            points = dial(results, scope, drift, (*OPERATING, *results.grid.settings))
+            points = dial(results, scope, drift, (*results.grid.operating, *results.grid.settings))
             target = anchor(results, rule, scope, drift)
             new = at_equal_recall(points, target)
             row = [rule, scenario_name(scope, drift), *map(str, (target.recall, target.untouched, target.identical))]

@@ -155,24 +155,46 @@ class Setting:
     recent: bool = True
 
 
+def _significance(value: float) -> Setting:
+    return Setting(f"significance {value:g}", (("significance", value),))
+
+
 # The significance dial of the new rule, from the threshold alone (0) to stricter than the default
 # (5): its recall against false alarms, to set beside each anchor rule's (benchmarks/verdict_curve.py).
 DIAL = (0, 0.5, 1, 1.5, 2, 2.5, 3, 3.5, 4, 4.5, 5, 5.5, 6, 7, 8)
-OPERATING = tuple(Setting(f"significance {v:g}", (("significance", v),)) for v in DIAL)
 # The same dial at other thresholds, and on the base run alone (``recent := false``): the other
 # settings a user has, which reach further along the recall axis (more false alarms too).
 DEFAULT_THRESHOLD = 0.05  # compare_runs' own: the dial above runs at it, with the recent level
+# One constant at a time on either side of its default ("defaults": the scratch copy's own noise
+# recomputed, which must give the lake's verdicts).
+SENSITIVITY = (
+    Setting("defaults"),
+    *(_significance(v) for v in (4.0, 6.0)),
+    *(Setting(f"doubt {v:g}", (("doubt", v),)) for v in (2.0, 4.0)),
+    *(Setting(f"equivalence {v:.0%}", (("equivalence", v),)) for v in (0.20, 0.30)),
+    *(Setting(f"prior_steps {v:g}", (("prior_steps", v),)) for v in (5.0, 20.0)),
+    *(Setting(f"sweep_quantile {v:g}", (("sweep_quantile", v),)) for v in (0.5, 0.9)),
+)
 
 
 @dataclass(frozen=True)
 class Grid:
-    """The significances of the dial, each at each of ``thresholds`` with and without the recent
-    level (the dial itself, at the default threshold with it, left out)."""
+    """The settings the new rule is measured at besides its defaults: the significance ``dial``,
+    the ``sensitivity`` settings, and the significances of ``significances`` at each of
+    ``thresholds`` with and without the recent level (the dial itself, at the default threshold
+    with it, left out)."""
 
     thresholds: tuple[float, ...]
     significances: tuple[float, ...]
+    dial: tuple[float, ...] = DIAL
+    sensitivity: tuple[Setting, ...] = SENSITIVITY
 
     @cached_property  # read in every loop over the scenarios
+    def operating(self) -> tuple[Setting, ...]:
+        """The dial's settings, at the default threshold with the recent level."""
+        return tuple(_significance(v) for v in self.dial)
+
+    @cached_property
     def settings(self) -> tuple[Setting, ...]:
         return tuple(
             Setting(
@@ -193,24 +215,17 @@ class Grid:
         return tuple(t for t in self.thresholds if t != DEFAULT_THRESHOLD)
 
 
-# "full" is what docs/VERDICTS.md reports; "coarse" keeps each kind of setting at a few points, for a quick
-# run of the machinery (each setting is one compare_runs per comparison).
+# "full" is what docs/VERDICTS.md reports; "coarse" keeps the thresholds and the base run alone at a
+# few points; "smoke" keeps every kind of setting at one or two, for the tests of the machinery
+# (each setting is one compare_runs per comparison).
 GRIDS = {
     "full": Grid(
         thresholds=(DEFAULT_THRESHOLD, 0.055, 0.06, 0.065, 0.07, 0.08, 0.10),
         significances=(0, 0.25, 0.5, 0.75, 1, 1.125, 1.25, 1.375, 1.5, 2, 3, 5),
     ),
     "coarse": Grid((DEFAULT_THRESHOLD, 0.07), (0, 1, 5)),
+    "smoke": Grid((DEFAULT_THRESHOLD, 0.07), (0, 5), dial=(0, 5, 8), sensitivity=SENSITIVITY[:2]),
 }
-
-SENSITIVITY = (
-    Setting("defaults"),
-    *(Setting(f"significance {v:g}", (("significance", v),)) for v in (4.0, 6.0)),
-    *(Setting(f"doubt {v:g}", (("doubt", v),)) for v in (2.0, 4.0)),
-    *(Setting(f"equivalence {v:.0%}", (("equivalence", v),)) for v in (0.20, 0.30)),
-    *(Setting(f"prior_steps {v:g}", (("prior_steps", v),)) for v in (5.0, 20.0)),
-    *(Setting(f"sweep_quantile {v:g}", (("sweep_quantile", v),)) for v in (0.5, 0.9)),
-)
 
 
 class Scratch:

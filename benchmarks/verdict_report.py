@@ -12,7 +12,6 @@ from pathlib import Path
 import duckdb
 
 from benchmarks import verdict_curve
-from benchmarks.verdict_data import SENSITIVITY
 from benchmarks.verdict_inject import DRIFT, FASTER, FASTER_SHARE, SCOPES, SLOWER, SLOWER_SHARE
 from benchmarks.verdict_rules import ANCHOR_RULES
 from benchmarks.verdict_tally import NEW, Record, Results, Share, coverage, flagged, inconclusive, pooled, recall, table
@@ -100,7 +99,7 @@ def sensitivity_table(results: Results) -> list[str]:
     for scope in SCOPES:
         header += [f"{scope}: recall", "untouched flagged", "inconclusive", f"recall (x{DRIFT:g})", "untouched flagged"]
     rows = []
-    for setting in SENSITIVITY:
+    for setting in results.grid.sensitivity:
         rule = f"{NEW}: {setting.label}"
         same = pooled(results, "identical", rule)
         row = [setting.label, str(flagged(same)), str(inconclusive(same))]

@@ -1,6 +1,6 @@
 """Verdict quality on the real history: the new verdict rule beside four anchor rules.
 
-    python -m benchmarks.verdicts [--write] [--seeds 3] [--grid coarse] [--mirror DIR] [--work DIR] [--keep]
+    python -m benchmarks.verdicts [--write] [--seeds 3] [--grid full|coarse|smoke] [--mirror DIR] [--work DIR] [--keep]
 
 One run builds a warehouse from the upstream mirror with the real ``refresh`` job and measures,
 side by side, the old rule, Liger's dashboard rule (10% over the golden run, and 10% over the
@@ -46,8 +46,6 @@ from pathlib import Path
 from benchmarks import verdict_report
 from benchmarks.verdict_data import (
     GRIDS,
-    OPERATING,
-    SENSITIVITY,
     Grid,
     Scratch,
     Setting,
@@ -106,7 +104,7 @@ def evaluate(
         verdicts[HELD_OUT] = new_rule(copy.con, base, head)
         copy.recompute({}, until_run=head, including=True)
         verdicts[AS_OF_HEAD] = new_rule(copy.con, base, head)
-        for overrides, settings in _by_constants((*SENSITIVITY, *OPERATING, *grid.settings)).items():
+        for overrides, settings in _by_constants((*grid.sensitivity, *grid.operating, *grid.settings)).items():
             copy.recompute(dict(overrides))
             for setting in settings:
                 verdicts[f"{NEW}: {setting.label}"] = new_rule(copy.con, base, head, setting.threshold, setting.recent)
@@ -264,7 +262,12 @@ def main(argv: list[str] | None = None) -> Results:
     parser.add_argument("--pairs", default=PAIRS, help="identical-commit run pairs, BASE:HEAD,...")
     parser.add_argument("--seeds", type=int, default=SEEDS, help="draws of the injected series per pair and scope")
     parser.add_argument("--latency-runs", type=int, default=LATENCY_RUNS)
-    parser.add_argument("--grid", choices=GRIDS, default="full", help="settings beyond the dial (coarse: quick)")
+    parser.add_argument(
+        "--grid",
+        choices=GRIDS,
+        default="full",
+        help="settings measured besides the defaults (coarse: fewer thresholds; smoke: a few of each kind)",
+    )
     parser.add_argument("--work", type=Path, help="scratch directory (default: a new temporary one)")
     parser.add_argument("--keep", action="store_true", help="keep the scratch directory")
     parser.add_argument("--write", action="store_true", help=f"update docs/{DOC.name} and its plot")

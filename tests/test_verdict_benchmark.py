@@ -81,7 +81,7 @@ def test_the_benchmark_runs_on_a_tiny_history_and_writes_its_section(tiny_histor
     doc = tmp_path / "VERDICTS.md"
     doc.write_text("# Verdicts\n\nkept as is\n\n## How well it works\n\nplaceholder\n")
     args = ["--mirror", str(tiny_history), "--pairs", ":".join(PAIR), "--seeds", "1", "--latency-runs", "1",
-            "--grid", "coarse"]  # fmt: skip
+            "--grid", "smoke"]  # fmt: skip
     results = verdicts.main([*args, "--work", str(tmp_path / "work"), "--write", "--doc", str(doc)])
 
     text = doc.read_text()
@@ -92,7 +92,7 @@ def test_the_benchmark_runs_on_a_tiny_history_and_writes_its_section(tiny_histor
                     "At equal recall"):  # fmt: skip
         assert f"### {heading}" in text
     command = "python -m benchmarks.verdicts --write --pairs bbbb007-v1.0.0:bbbb007 --seeds 1 --latency-runs 1"
-    assert f"`{command} --grid coarse`" in text
+    assert f"`{command} --grid smoke`" in text
     assert "at the thresholds 7% and, at each of 5% and 7%, on the base run alone" in " ".join(text.split())
     assert "/tmp" not in text and str(tmp_path) not in text
     assert (tmp_path / verdict_report.PLOT).read_bytes().startswith(b"\x89PNG")
