@@ -77,6 +77,22 @@ def test_no_orphans_and_unique_digests(mirror_warehouse):
     assert len(outcomes) >= 14
 
 
+def test_every_data_file_of_the_lake_is_zstd(mirror_warehouse):
+    files = sorted((mirror_warehouse.root / "lake").rglob("*.parquet"))
+    assert len(files) > 20
+    with open_views(mirror_warehouse.database) as con:
+        (option,) = con.execute(
+            "select value from liger.options() where option_name = 'parquet_compression'"
+        ).fetchone()
+        codecs = {
+            c
+            for (c,) in con.execute(
+                "select distinct compression from parquet_metadata(?)", [list(map(str, files))]
+            ).fetchall()
+        }
+    assert option == "zstd" and codecs == {"ZSTD"}
+
+
 def test_blocking_checks_ran_and_passed(mirror_warehouse):
     # Non-blocking checks only warn (no_new_regressions, when a refresh brings regressions in).
     evaluations = [e for e in mirror_warehouse.result.get_asset_check_evaluations() if e.blocking]
