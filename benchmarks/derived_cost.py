@@ -7,8 +7,9 @@ Every publish recreates every table of ``sql/derived/`` whole, in load order (so
 tables before it as this publish made them). Here the same statements run in that order in one
 transaction on the lake of ``ROOT``, which is rolled back: the lake's snapshot does not move.
 The bytes are those of the files the statement added under the lake's data directory, before
-the rollback. ``--zstd`` also gives every table's bytes as the lake holds it (DuckLake's default
-codec, Snappy) beside the same rows written with zstd. Prints one JSON line, the derived tables
+the rollback. ``--zstd`` also gives every table's bytes as the lake holds it (in the codec its
+catalog names: zstd; DuckLake's default, Snappy, in a lake last published before the warehouse
+chose zstd) beside the same rows written with zstd as one file. Prints one JSON line, the derived tables
 by seconds, largest first.
 """
 

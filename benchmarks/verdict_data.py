@@ -162,8 +162,6 @@ def _significance(value: float) -> Setting:
 # The significance dial of the new rule, from the threshold alone (0) to stricter than the default
 # (5): its recall against false alarms, to set beside each anchor rule's (benchmarks/verdict_curve.py).
 DIAL = (0, 0.5, 1, 1.5, 2, 2.5, 3, 3.5, 4, 4.5, 5, 5.5, 6, 7, 8)
-# The same dial at other thresholds, and on the base run alone (``recent := false``): the other
-# settings a user has, which reach further along the recall axis (more false alarms too).
 DEFAULT_THRESHOLD = 0.05  # compare_runs' own: the dial above runs at it, with the recent level
 # One constant at a time on either side of its default ("defaults": the scratch copy's own noise
 # recomputed, which must give the lake's verdicts).
@@ -182,7 +180,8 @@ class Grid:
     """The settings the new rule is measured at besides its defaults: the significance ``dial``,
     the ``sensitivity`` settings, and the significances of ``significances`` at each of
     ``thresholds`` with and without the recent level (the dial itself, at the default threshold
-    with it, left out)."""
+    with it, left out): the other settings a user has, which reach further along the recall axis
+    (more false alarms too)."""
 
     thresholds: tuple[float, ...]
     significances: tuple[float, ...]
@@ -251,10 +250,10 @@ class Scratch:
 
     def recompute(self, overrides: dict[str, float], until_run: str | None = None, including: bool = False) -> None:
         """Replace ``verdict_rule()`` by the defaults with ``overrides`` and rebuild the series noise
-        from the run steps; with ``until_run``, from the steps between runs upstream lists before
-        that run only (the noise of a run it has never seen), or, ``including`` it, up to that run
-        (the noise the refresh that brought the run computed). Another ``sweep_quantile`` comes with
-        its matching ``sweep_scale``.
+        (and, over the whole history, the environment shifts) from the run steps; with ``until_run``,
+        from the steps between runs upstream lists before that run only (the noise of a run it has
+        never seen), or, ``including`` it, up to that run (the noise the refresh that brought the run
+        computed). Another ``sweep_quantile`` comes with its matching ``sweep_scale``.
         """
         rule = {**self.defaults, **overrides}
         if "sweep_quantile" in overrides:  # read against the matching scale of the normal
@@ -266,8 +265,11 @@ class Scratch:
             self.con.execute(STEPS_UNTIL.format(op="<=" if including else "<", run=run))
         else:
             self.con.execute("create or replace view fact_run_step as select * from run_steps_all")
-        # fact_series_spread is a view over fact_run_step: only the noise table is derived again.
-        self.con.execute(f"create or replace table fact_series_noise as {derived_sql('fact_series_noise')}")
+        # fact_series_spread is a view over fact_run_step: the noise table is derived again, and,
+        # over the whole history, the environment shifts, which are read against the significance
+        # and the noise (a reading of fewer runs keeps the lake's: it would lose the head's shift).
+        for table in ("fact_series_noise",) if until_run else ("fact_series_noise", "fact_environment_step"):
+            self.con.execute(f"create or replace table {table} as {derived_sql(table)}")
 
     def close(self) -> None:
         self.con.close()

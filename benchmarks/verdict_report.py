@@ -331,9 +331,10 @@ def section(results: Results, load: float, command: str) -> str:
         "",
         "### The significance dial",
         "",
-        "The new rule with `significance` (how many noise scales a change must stand out by) from 0 (the "
-        "threshold and the drift alone) to 8, each series' noise as published; 5 is the default. Flagged shares "
-        "of the identical pairs are pooled over both pairs.",
+        "The new rule with `significance` (how many noise scales a change must stand out by) from "
+        f"{min(results.grid.dial):g} (0: the threshold and the drift alone) to {max(results.grid.dial):g}, each "
+        "series' noise as published; 5 is the default. Flagged shares of the identical pairs are pooled over both "
+        "pairs.",
         "",
         *verdict_curve.dial_table(results),
         "",

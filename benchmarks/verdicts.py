@@ -104,7 +104,9 @@ def evaluate(
         verdicts[HELD_OUT] = new_rule(copy.con, base, head)
         copy.recompute({}, until_run=head, including=True)
         verdicts[AS_OF_HEAD] = new_rule(copy.con, base, head)
-        for overrides, settings in _by_constants((*grid.sensitivity, *grid.operating, *grid.settings)).items():
+        for overrides, settings in _by_constants(
+            (Setting("defaults"), *grid.sensitivity, *grid.operating, *grid.settings)
+        ).items():
             copy.recompute(dict(overrides))
             for setting in settings:
                 verdicts[f"{NEW}: {setting.label}"] = new_rule(copy.con, base, head, setting.threshold, setting.recent)

@@ -143,9 +143,11 @@ def test_file_stem(filename, stem):
 
 def test_a_scratch_copy_at_the_rules_own_significance_measures_what_the_lake_does(measured, tmp_path):
     results, work = measured
-    args = argparse.Namespace(significance=5.0, mirror=MIRROR, latency_runs=1)
+    with open_views(work / "warehouse" / CATALOG_FILE) as con:
+        (own,) = con.execute("select verdict_rule().significance::double").fetchone()
+    args = argparse.Namespace(significance=own, mirror=MIRROR, latency_runs=1)
     scratch = real_history._measure(work / "warehouse" / CATALOG_FILE, tmp_path / "scratch", args)
-    assert scratch["significance"] == 5.0 and not (tmp_path / "scratch").exists()
+    assert scratch["significance"] == own and not (tmp_path / "scratch").exists()
     assert scratch["rules"] == results["rules"]
     args.significance = 50.0
     stricter = real_history._measure(work / "warehouse" / CATALOG_FILE, tmp_path / "scratch", args)

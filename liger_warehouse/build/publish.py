@@ -24,7 +24,7 @@ from liger_warehouse.build.ingest import Ingest
 from liger_warehouse.build.row_source import RowSource
 from liger_warehouse.lake.connect import open_lake, writer_turn
 from liger_warehouse.lake.location import ALIAS, Lake
-from liger_warehouse.lake.objects import Created, create_sql_objects, create_tables, set_file_options, sql_current
+from liger_warehouse.lake.objects import Created, create_sql_objects, create_tables, sql_current
 from liger_warehouse.model.revisions import UpstreamListing
 from liger_warehouse.runtime.failpoints import failpoint
 from liger_warehouse.store.raw import RawStore
@@ -80,7 +80,6 @@ def publish(
     committed nothing."""
     with writer_turn(lake), open_lake(lake) as con:
         con.execute("begin")
-        set_file_options(con)
         create_tables(con)
         ingest = Ingest(con, raw, now, rows(con) if callable(rows) else rows)
         changed = ingest.run(listing, contents, withdraw)
