@@ -94,6 +94,11 @@ def coverage_table(results: Results) -> list[str]:
     return table(["rule", "identical pairs", "workload injections", "sweep injections"], rows)
 
 
+def _lowest(dial: tuple[float, ...]) -> str:
+    low = min(dial)
+    return "0 (the threshold and the drift alone)" if low == 0 else f"{low:g}"
+
+
 def sensitivity_table(results: Results) -> list[str]:
     header = ["constants", "identical: flagged", "inconclusive"]
     for scope in SCOPES:
@@ -332,9 +337,8 @@ def section(results: Results, load: float, command: str) -> str:
         "### The significance dial",
         "",
         "The new rule with `significance` (how many noise scales a change must stand out by) from "
-        f"{min(results.grid.dial):g} (0: the threshold and the drift alone) to {max(results.grid.dial):g}, each "
-        "series' noise as published; 5 is the default. Flagged shares of the identical pairs are pooled over both "
-        "pairs.",
+        f"{_lowest(results.grid.dial)} to {max(results.grid.dial):g}, each series' noise as published; 5 is the "
+        "default. Flagged shares of the identical pairs are pooled over both pairs.",
         "",
         *verdict_curve.dial_table(results),
         "",
