@@ -12,6 +12,8 @@ import json
 import os
 import random
 import shutil
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -125,29 +127,43 @@ def copy_mirror(source: Path, target: Path) -> Path:
     return target
 
 
+def _relisted(mirror: Path, target: Path, runs: Callable[[list[str]], list[str]]) -> Path:
+    """``mirror`` hard-linked into ``target`` with its gh-pages run list replaced by ``runs(list)``."""
+    shutil.copytree(mirror, target, copy_function=os.link)
+    listing = target / "gh-pages" / RUNS_PATH
+    names = listing.read_text().split()
+    listing.unlink()  # a hard link: the shared mirror copy keeps its list
+    listing.write_text("\n".join(runs(names)) + "\n")
+    return target
+
+
 def mirror_until(mirror: Path, target: Path, last: str) -> Path:
     """``mirror`` (hard-linked) with its gh-pages run list cut after ``last``, so that a run appended
     comes right after it (the main-branch revisions and compare files stay: a refresh reads the
     compares of listed runs only)."""
-    shutil.copytree(mirror, target, copy_function=os.link)
-    runs = target / "gh-pages" / RUNS_PATH
-    names = runs.read_text().split()
-    runs.unlink()  # a hard link: the shared mirror copy keeps its list
-    runs.write_text("\n".join(names[: names.index(last) + 1]) + "\n")
-    return target
+    return _relisted(mirror, target, lambda names: names[: names.index(last) + 1])
 
 
 def mirror_with_run(mirror: Path, target: Path, run: str, csv_bytes: bytes) -> Path:
     """``mirror`` (hard-linked) with ``run`` appended to commits.txt and its benchmark.csv.gz."""
-    shutil.copytree(mirror, target, copy_function=os.link)
-    runs = target / "gh-pages" / RUNS_PATH
-    names = runs.read_text().split()
-    runs.unlink()
-    runs.write_text("\n".join([*names, run]) + "\n")
+    _relisted(mirror, target, lambda names: [*names, run])
     path = target / "gh-pages" / f"{run_path(run)}.gz"
     path.parent.mkdir(parents=True)
     path.write_bytes(gzip.compress(csv_bytes, mtime=0))
     return target
+
+
+def injected_warehouse(
+    history: Path, head_warehouse: Path, work: Path, run: str, csv_bytes: bytes
+) -> tuple[Path, float]:
+    """A copy of ``head_warehouse`` refreshed over ``history`` with ``run`` (``csv_bytes``) after
+    its newest run, both kept under ``work``: the warehouse and the refresh's seconds."""
+    upstream = mirror_with_run(history, work / "mirror", run, csv_bytes)
+    warehouse = work / "warehouse"
+    shutil.copytree(head_warehouse, warehouse)
+    clock = time.perf_counter()
+    refresh(warehouse, upstream)
+    return warehouse, time.perf_counter() - clock
 
 
 def refresh(root: Path, upstream: Path) -> None:

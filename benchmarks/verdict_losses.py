@@ -25,7 +25,7 @@ from pathlib import Path
 
 from benchmarks.machine import machine, repository
 from benchmarks.verdict_data import open_database, series
-from benchmarks.verdict_inject import choose, copy_mirror, injected_csv, line_series, mirror_with_run, refresh
+from benchmarks.verdict_inject import choose, copy_mirror, injected_csv, injected_warehouse, line_series, refresh
 from benchmarks.verdicts import MIRROR, PAIRS, SEEDS, _pairs, history_until
 from liger_warehouse.lake.location import CATALOG_FILE
 from liger_warehouse.upstream.sources import RUNS_PATH, run_path
@@ -110,10 +110,7 @@ def run(mirror_source: Path, work: Path, pairs: list[tuple[str, str]], seeds: in
             injection = choose(run_series, "workload", seed)
             name = f"c{len(out['injected']) + 1:06x}"
             changed = injected_csv(original, lines, injection, 1.0)
-            upstream = mirror_with_run(history, work / name / "mirror", name, changed)
-            copy = work / name / "warehouse"
-            shutil.copytree(head_warehouse, copy)
-            refresh(copy, upstream)
+            copy, _ = injected_warehouse(history, head_warehouse, work / name, name, changed)
             truth = {d: injection.truth(d) for d in injection.slower | injection.faster}
             counted = _count(_judged(copy / CATALOG_FILE, base, name), truth)
             out["injected"].append({"pair": f"{base} → {head}", "seed": seed, **counted})

@@ -60,9 +60,9 @@ from benchmarks.verdict_inject import (
     choose,
     copy_mirror,
     injected_csv,
+    injected_warehouse,
     line_series,
     mirror_until,
-    mirror_with_run,
     refresh,
 )
 from benchmarks.verdict_report import AS_OF_HEAD, HELD_OUT, NEW
@@ -201,14 +201,11 @@ def run(
                 for drift in (1.0, DRIFT):
                     index += 1
                     name = f"b{index:06x}"  # a new commit-like run name, newest in commits.txt
-                    upstream = mirror_with_run(
-                        history, work / "mirrors" / name, name, injected_csv(original, lines, injection, drift)
+                    changed = injected_csv(original, lines, injection, drift)
+                    warehouse, seconds = injected_warehouse(
+                        history, head_warehouse, work / "injected" / name, name, changed
                     )
-                    warehouse = work / "warehouses" / name
-                    shutil.copytree(head_warehouse, warehouse)
-                    clock = time.perf_counter()
-                    refresh(warehouse, upstream)
-                    refreshes.append(time.perf_counter() - clock)
+                    refreshes.append(seconds)
                     tallies, _, wrong = evaluate(warehouse / CATALOG_FILE, work, base, name, injection.truth, grid)
                     mismatches += wrong
                     records += [Record(scope, f"{base} → {head}", drift, seed, rule, t) for rule, t in tallies.items()]
@@ -216,8 +213,7 @@ def run(
                         f"{base} → copy of {head} ({name}): {scope}, seed {seed}, drift x{drift:g}: "
                         f"refresh {refreshes[-1]:.0f} s"
                     )
-                    shutil.rmtree(warehouse)
-                    shutil.rmtree(upstream)
+                    shutil.rmtree(warehouse.parent)
     return Results(
         records,
         pairs,
