@@ -21,7 +21,7 @@
 -- it; `muted` says a mute reaches the series (it is judged all the same); `acknowledged` and
 -- `acknowledgement` are the kind and note of the newest acknowledgement of a run between the
 -- sides; `annotations` the notes on the series' whole history or on a run between the sides.
--- reads: decompose, dim_build, dim_series, environment_verdict, fact_environment_step, fact_series_noise, run_code_order, series_triage, verdict
+-- reads: decompose, dim_build, dim_series, environment_verdict, fact_build_step, fact_environment_step, fact_series_noise, run_code_order, series_triage, verdict
 create or replace macro judge(pairs, threshold, steps := false) as table
 with judged as (
     select
@@ -58,7 +58,15 @@ with judged as (
 -- each pair's sides as places in upload order: a run, a recent level's run, a build's newest run
 pair_ranks as (
     select p.pair, b.upload_rank as base_rank, h.upload_rank as head_rank
-    from (select distinct pair from judged) as p
+    from (
+        -- the pairs asked for and, with `steps`, every stored step's: not read from `judged`, whose
+        -- second reader would make DuckDB compute it whole, under no filter of the caller's
+        select unnest(pairs) as pair
+        union
+        select {'base_kind': 'build', 'base_key': base_build, 'head_kind': 'build', 'head_key': head_build}
+        from fact_build_step
+        where steps and consecutive
+    ) as p
     left join dim_build as bb on p.pair.base_kind = 'build' and bb.build = p.pair.base_key
     left join dim_build as hb on p.pair.head_kind = 'build' and hb.build = p.pair.head_key
     left join run_code_order as b on b.run = if(p.pair.base_kind = 'build', bb.last_run, p.pair.base_key)
@@ -68,8 +76,9 @@ environment as (
     select
         r.pair,
         e.series_digest,
-        -- a head older than its base meets the shifts backwards
-        sum(e.own_log) * sign(r.head_rank - r.base_rank) as environment_log
+        -- summed in upload order, the same bits whatever plan DuckDB picks; a head older than
+        -- its base meets the shifts backwards
+        sum(e.own_log order by e.upload_rank) * sign(r.head_rank - r.base_rank) as environment_log
     from pair_ranks as r
     join fact_environment_step as e
         on e.upload_rank > least(r.base_rank, r.head_rank) and e.upload_rank <= greatest(r.base_rank, r.head_rank)

@@ -14,40 +14,37 @@
 -- reads: comparison, confirmation, dim_build, fact_build_point, regression_threshold, verdict_rule
 create or replace view regressions as
 with compared as (
-    select * exclude (base_kind) rename (base as base_version, head as head_version)
+    select
+        * exclude (base_kind) rename (base as base_version, head as head_version),
+        verdict in ('regression', 'improvement', 'changed', 'environment') as is_flag
     from comparison([], regression_threshold(), steps := true)
-),
-placed as (
-    select
-        p.series_digest,
-        p.build,
-        p.p50,
-        row_number() over (partition by p.series_digest order by b.build_rank) as place
-    from fact_build_point as p
-    join dim_build as b using (build)
-),
-later as (
-    select
-        c.series_digest,
-        c.head_version,
-        count(l.p50) as later_builds,
-        count(l.p50) filter (
-            where abs(ln(l.p50 / c.base_p50)) > ln(1 + c.threshold) and sign(ln(l.p50 / c.base_p50)) = sign(c.adjusted_change)
-        ) as confirmed_by
-    from compared as c
-    join placed as h on h.series_digest = c.series_digest and h.build = c.head_version
-    left join placed as l
-        on l.series_digest = c.series_digest
-        and l.place > h.place
-        and l.place <= h.place + verdict_rule().confirm_runs
-        and l.p50 > 0
-    where c.verdict in ('regression', 'improvement', 'changed', 'environment')
-    group by c.series_digest, c.head_version
 )
 select
-    c.*,
-    l.later_builds,
-    l.confirmed_by,
-    confirmation(l.later_builds, l.confirmed_by) as confirmation
+    c.* exclude (is_flag),
+    if(c.is_flag, l.later_builds, null) as later_builds,
+    if(c.is_flag, l.confirmed_by, null) as confirmed_by,
+    confirmation(if(c.is_flag, l.later_builds, null), l.confirmed_by) as confirmation
 from compared as c
-left join later as l using (series_digest, head_version);
+-- a lateral join, not a second reader of `compared`: DuckDB would compute a CTE read twice
+-- whole, for every series, whatever filter the caller puts on the view; this way a filter on
+-- kernel and GPU reaches the stored steps, and only the flags it keeps look for later builds
+left join lateral (
+    select
+        count(*) filter (where p.p50 > 0) as later_builds,
+        count(*) filter (
+            where p.p50 > 0
+                and abs(ln(p.p50 / c.base_p50)) > ln(1 + c.threshold)
+                and sign(ln(p.p50 / c.base_p50)) = sign(c.adjusted_change)
+        ) as confirmed_by
+    from (
+        -- the series' next builds after the head, `verdict_rule().confirm_runs` of them
+        select p.p50
+        from fact_build_point as p
+        join dim_build as b using (build)
+        where c.is_flag
+            and p.series_digest = c.series_digest
+            and b.build_rank > (select build_rank from dim_build where build = c.head_version)
+        order by b.build_rank
+        limit verdict_rule().confirm_runs
+    ) as p
+) as l on true;
