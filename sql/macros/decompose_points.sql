@@ -2,9 +2,9 @@
 -- the change between them split into what the verdict judges (docs/VERDICTS.md), computed from
 -- the points. `decompose` is this with the pairs of consecutive builds read from `fact_build_step`.
 --
--- `pairs` is a list of {base_kind, base_key, head_kind, head_key} (see `side_points`). Each row
--- carries its series' kernel and GPU, as `fact_build_step` stores it. All changes are
--- natural logs of head p50 / base p50:
+-- `pairs` is a list of {base_kind, base_key, head_kind, head_key}, sides as `side_points` names
+-- them. Each row carries its series' kernel and GPU, as `fact_build_step` stores it. All changes
+-- are natural logs of head p50 / base p50:
 --   change_log      the raw change;
 --   drift_log       host drift: the median change of the baselines (providers Liger does not
 --                   control) on the same GPU and metric;
@@ -17,34 +17,49 @@
 --                   provider, metric and GPU, every workload), `sweep_own_log` the same less
 --                   the kernel drift: how the whole sweep moved;
 --   residual_log    adjusted_log - sweep_log: how this workload moved against its sweep.
--- reads: dim_series, judgeable, side_points
+-- reads: dim_series, fact_build_point, fact_recent_point, fact_run_point, judgeable
 create or replace macro decompose_points(pairs) as table
 with wanted as (
     select unnest(pairs) as pair
 ),
--- Each end of each pair, so that side_points is read (and bound) once for both ends.
+-- Each end of each pair, so that each table of points is read (and bound) once for both ends.
 pair_end as (
     select pair, true as is_base, pair.base_kind as side_kind, pair.base_key as side_key from wanted
     union all
     select pair, false, pair.head_kind, pair.head_key from wanted
 ),
+-- The points of each end, one join per kind of side: a stored table joined alone with the few
+-- keys asked is pruned to their row groups (its files are sorted by key), where one join with
+-- the union `side_points` read all three tables whole. Columns as `side_points` has them.
+end_points as (
+    select e.pair, e.is_base, p.series_digest, p.p20, p.p50, p.p80, 1 as runs, [p.run] as sources
+    from pair_end as e
+    join fact_run_point as p on e.side_kind = 'run' and p.run = e.side_key
+    union all
+    select e.pair, e.is_base, p.series_digest, p.p20, p.p50, p.p80, p.runs, p.sources
+    from pair_end as e
+    join fact_recent_point as p on e.side_kind = 'recent' and p.run = e.side_key
+    union all
+    select e.pair, e.is_base, p.series_digest, p.p20, p.p50, p.p80, p.runs, p.sources
+    from pair_end as e
+    join fact_build_point as p on e.side_kind = 'build' and p.build = e.side_key
+),
 ends as (
     select
-        e.pair,
-        p.series_digest,
-        any_value(p.p20) filter (where e.is_base) as base_p20,
-        any_value(p.p50) filter (where e.is_base) as base_p50,
-        any_value(p.p80) filter (where e.is_base) as base_p80,
-        any_value(p.runs) filter (where e.is_base) as base_runs,
-        any_value(p.sources) filter (where e.is_base) as base_sources,
-        any_value(p.p20) filter (where not e.is_base) as head_p20,
-        any_value(p.p50) filter (where not e.is_base) as head_p50,
-        any_value(p.p80) filter (where not e.is_base) as head_p80,
-        any_value(p.runs) filter (where not e.is_base) as head_runs,
-        any_value(p.sources) filter (where not e.is_base) as head_sources
-    from pair_end as e
-    join side_points as p using (side_kind, side_key)
-    group by e.pair, p.series_digest
+        pair,
+        series_digest,
+        any_value(p20) filter (where is_base) as base_p20,
+        any_value(p50) filter (where is_base) as base_p50,
+        any_value(p80) filter (where is_base) as base_p80,
+        any_value(runs) filter (where is_base) as base_runs,
+        any_value(sources) filter (where is_base) as base_sources,
+        any_value(p20) filter (where not is_base) as head_p20,
+        any_value(p50) filter (where not is_base) as head_p50,
+        any_value(p80) filter (where not is_base) as head_p80,
+        any_value(runs) filter (where not is_base) as head_runs,
+        any_value(sources) filter (where not is_base) as head_sources
+    from end_points
+    group by pair, series_digest
 ),
 paired as (
     select

@@ -2,6 +2,7 @@
 -- (`side_kind` 'run', `side_key` the run name: `fact_run_point`), a run's recent level
 -- (`side_kind` 'recent', `side_key` the run name: `fact_recent_point`) or a build (`side_kind`
 -- 'build', `side_key` the build label: `fact_build_point`), with the runs it stands on.
+-- `decompose_points` reads the three tables as this view does, with one join each.
 -- reads: fact_build_point, fact_recent_point, fact_run_point
 create or replace view side_points as
 select
