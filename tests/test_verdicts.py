@@ -348,6 +348,46 @@ def test_regressions_judge_every_step_between_builds(request, tier_name, count):
     assert_agree(_regressions(db, warehouse_series), want)
 
 
+FLAGS = ("regression", "improvement", "changed", "environment")
+
+
+def _build_confirmation(mirror: expected.Mirror, key: tuple, judged: ev.Judged) -> dict:
+    """The next CONFIRM_RUNS builds of the series after the step's head: how many hold a positive
+    p50, how many of those lie beyond the threshold from the base p50 the flag's way."""
+    series, _, head = key
+    history = ev.build_histories(mirror)[series]
+    points = ev.build_points(mirror)
+    later = [p for b in history[history.index(head) + 1 :][: ev.CONFIRM_RUNS] if (p := points[b][series].p50) > 0]
+    agree = sum(
+        abs(math.log(p / judged.base.p50)) > math.log1p(ev.THRESHOLD)
+        and ev.sign(math.log(p / judged.base.p50)) == ev.sign(judged.adjusted_change)
+        for p in later
+    )
+    state = "confirmed" if later and 2 * agree > len(later) else ("retracted" if later else "suspected")
+    return {"later_builds": len(later), "confirmed_by": agree, "confirmation": state}
+
+
+@pytest.mark.parametrize("tier_name", ["cut", "full"])
+def test_regressions_flags_are_confirmed_by_the_builds_after_them(request, tier_name):
+    """Each flag of `regressions` against the builds after its head; other rows carry nothing.
+    A filter on one kernel and GPU answers exactly that kernel's rows of the whole view."""
+    db, mirror, warehouse_series = tier(request, tier_name)
+    got = _regressions(db, warehouse_series)
+    columns = ("later_builds", "confirmed_by", "confirmation")
+    want = {
+        key: _build_confirmation(mirror, key, judged) if judged.verdict in FLAGS else dict.fromkeys(columns)
+        for key, judged in ev.regressions(mirror).items()
+    }
+    assert {w["confirmation"] for w in want.values()} >= {"confirmed", "retracted", None}
+    assert_agree({key: {c: row[c] for c in columns} for key, row in got.items()}, want)
+    kernel, gpu = next((r["kernel"], r["gpu"]) for r in got.values() if r["confirmation"] == "confirmed")
+    filtered = _query(db, "select * from regressions where kernel = ? and gpu = ?", [kernel, gpu])
+    whole = [r for r in got.values() if (r["kernel"], r["gpu"]) == (kernel, gpu)]
+    assert sorted(map(_hashable, (tuple(r.values()) for r in filtered))) == sorted(
+        map(_hashable, (tuple(r.values()) for r in whole))
+    )
+
+
 def test_version_history_carries_the_regressions_verdicts(db, mirror, warehouse_series):
     rows = _query(db, "select series_digest, build, prev_build, verdict from version_history where point > 1")
     got = _keyed(rows, lambda r: (warehouse_series[r["series_digest"]], r["prev_build"], r["build"]))
