@@ -26,7 +26,7 @@
 --
 -- `commits_between` and `suspect_commits` are the code between the two runs for the series'
 -- kernel: the commits GitHub lists and those that may have changed the kernel (`run_range_suspects`).
--- reads: comparison, confirmation, dim_upstream_revision, fact_change_point, known_run, later_points, regression_threshold, run_range_suspects
+-- reads: comparison, confirmation, confirms, dim_upstream_revision, fact_change_point, is_flag, known_run, later_points, regression_threshold, run_range_suspects
 create or replace macro compare_runs(base, head, threshold := 'session', recent := true) as table
 -- the names resolved once: each `known_run` reads the runs several times
 with named as (
@@ -92,9 +92,7 @@ confirmations as (
         v.series_digest,
         any_value(hc.pvalue) as change_point_pvalue,
         count(l.p50) as later_runs,
-        count(l.p50) filter (
-            where abs(ln(l.p50 / v.level)) > ln(1 + v.flag_threshold) and sign(ln(l.p50 / v.level)) = sign(v.adjusted_change)
-        ) as confirmed_by
+        count(l.p50) filter (where confirms(l.p50, v.level, v.flag_threshold, v.adjusted_change)) as confirmed_by
     from (
         select
             f.series_digest,
@@ -102,7 +100,7 @@ confirmations as (
             f.adjusted_change,
             case when recent then coalesce(f.recent_p50, f.base_p50) else f.base_p50 end as level
         from verdicts as f
-        where f.verdict in ('regression', 'improvement', 'changed', 'environment')
+        where is_flag(f.verdict)
     ) as v
     left join later_points((select head_run from named)) as l on l.series_digest = v.series_digest and l.p50 > 0
     left join head_change_points as hc on hc.series_digest = v.series_digest and hc.direction = sign(v.adjusted_change)

@@ -11,39 +11,34 @@
 -- of them that hold the series): `confirmed_by` of the `later_builds` lie beyond the threshold
 -- from the base p50 the flag's way; `confirmation` is 'suspected' while none holds the series,
 -- 'confirmed' when most agree, else 'retracted' (`confirmation`).
--- reads: comparison, confirmation, dim_build, fact_build_point, regression_threshold, verdict_rule
+-- reads: comparison, confirmation, confirms, dim_build, fact_build_point, is_flag, regression_threshold, verdict_rule
 create or replace view regressions as
-with compared as (
-    select
-        * exclude (base_kind) rename (base as base_version, head as head_version),
-        verdict in ('regression', 'improvement', 'changed', 'environment') as is_flag
-    from comparison([], regression_threshold(), steps := true)
-)
 select
-    c.* exclude (is_flag),
-    if(c.is_flag, l.later_builds, null) as later_builds,
-    if(c.is_flag, l.confirmed_by, null) as confirmed_by,
-    confirmation(if(c.is_flag, l.later_builds, null), l.confirmed_by) as confirmation
-from compared as c
--- a lateral join, not a second reader of `compared`: DuckDB would compute a CTE read twice
+    c.* exclude (base_kind) rename (base as base_version, head as head_version),
+    l.later_builds,
+    l.confirmed_by,
+    confirmation(l.later_builds, l.confirmed_by) as confirmation
+from comparison([], regression_threshold(), steps := true) as c
+-- a lateral join, not a second reader of the comparison: DuckDB would compute a CTE read twice
 -- whole, for every series, whatever filter the caller puts on the view; this way a filter on
 -- kernel and GPU reaches the stored steps, and only the flags it keeps look for later builds
 left join lateral (
+    -- one row for every row of the comparison (an aggregate), NULLs on a row that is no flag
     select
-        count(*) filter (where p.p50 > 0) as later_builds,
-        count(*) filter (
-            where p.p50 > 0
-                and abs(ln(p.p50 / c.base_p50)) > ln(1 + c.threshold)
-                and sign(ln(p.p50 / c.base_p50)) = sign(c.adjusted_change)
+        if(is_flag(c.verdict), count(*) filter (where p.p50 > 0), null) as later_builds,
+        if(
+            is_flag(c.verdict),
+            count(*) filter (where p.p50 > 0 and confirms(p.p50, c.base_p50, c.threshold, c.adjusted_change)),
+            null
         ) as confirmed_by
     from (
         -- the series' next builds after the head, `verdict_rule().confirm_runs` of them
         select p.p50
         from fact_build_point as p
         join dim_build as b using (build)
-        where c.is_flag
+        where is_flag(c.verdict)
             and p.series_digest = c.series_digest
-            and b.build_rank > (select build_rank from dim_build where build = c.head_version)
+            and b.build_rank > (select build_rank from dim_build where build = c.head)
         order by b.build_rank
         limit verdict_rule().confirm_runs
     ) as p
