@@ -1,0 +1,49 @@
+"""The latency figures docs/PERFORMANCE.md and docs/VERDICTS.md quote are those of the results
+files they cite (benchmarks/results/), not figures typed apart from them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+PERFORMANCE = (ROOT / "docs" / "PERFORMANCE.md").read_text()
+VERDICTS = (ROOT / "docs" / "VERDICTS.md").read_text()
+
+
+def _load(name: str) -> dict:
+    return json.loads((RESULTS / name).read_text())
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _medians(run: dict) -> dict[str, float]:
+    return {query: figure["median_s"] for query, figure in run["figures"].items()}
+
+
+def test_the_query_figures_at_1e6_are_the_results_files():
+    runs = _load("2026-12-07-queries-1e6.json")["runs"]
+    before, latest = _medians(runs[0]), _medians(runs[-1])
+    view, compare = "regressions view, one kernel and GPU", "compare_runs(base_run, head_run)"
+    text = _flat(PERFORMANCE)
+    assert f"kernel and GPU {latest[view]:.2f} s ({before[view]:.2f} s before its comparison was read once)" in text
+    assert f"pair (met there); {latest[compare]:.2f} s at 10^6 results" in text
+    assert f"`compare_runs` warm ≤ 0.3 s: {latest[compare]:.2f} s at 10^6" in text
+    assert f"`compare_runs` of two runs {latest[compare]:.2f} s" in text
+    assert f"`compare_versions` {latest['compare_versions(base, head), one GPU']:.2f} s" in text
+    assert f"takes {latest[view]:.2f} s at 10^6" in text
+
+
+def test_the_real_history_latency_is_the_results_files():
+    warm = _load("2026-12-07-real-history.json")["latency"]["compare_runs"]["warm_ms"]
+    refreshes = _load("2026-12-07-compare-runs-refreshes.json")["runs"][0]["figures"]
+    text = _flat(VERDICTS)
+    assert f"newest pair answered in {warm:.0f} ms warm" in text
+    assert f"| {warm:.0f} ms (2026-12-07" in text
+    two, maintained = refreshes["two_refreshes_warm_ms"]["median"], refreshes["after_maintenance_warm_ms"]["median"]
+    assert f"two refreshes answers in {two} ms, and in {maintained} ms" in text
+    assert f"{warm / 1000:.2f}-{two / 1000:.2f} s on the real history's newest pair" in _flat(PERFORMANCE)
+    assert f"{warm / 1000:.2f} s on the lake a refresh publishes" in _flat(PERFORMANCE)
