@@ -93,9 +93,12 @@ def open_lake(
     if read_only and not lake.exists():
         raise NoWarehouse(f"no warehouse at {lake.catalog}: run `liger-warehouse refresh` first")
     s = settings.current()
-    con = duckdb.connect(config={**NO_DOWNLOADS, **_memory(s, read_only), **(config or {})})
+    names = lake.extensions()
+    con = duckdb.connect(
+        config={**NO_DOWNLOADS, **extensions.connect_config(names), **_memory(s, read_only), **(config or {})}
+    )
     try:
-        extensions.load(con, lake.extensions())
+        extensions.load(con, names)
         if not lake.data_is_local:
             _s3_secret(con, lake)
         elif not read_only:
