@@ -25,6 +25,7 @@ EXECUTOR = f"{PREFIX}EXECUTOR"
 MAX_CONCURRENT = f"{PREFIX}MAX_CONCURRENT"
 CACHE_DIR = f"{PREFIX}CACHE_DIR"
 DUCKDB_MEMORY_LIMIT = f"{PREFIX}DUCKDB_MEMORY_LIMIT"
+DUCKDB_THREADS = f"{PREFIX}DUCKDB_THREADS"
 COMMIT_WAIT_SECONDS = f"{PREFIX}COMMIT_WAIT_SECONDS"
 CHANGE_POINT_WORKERS = f"{PREFIX}CHANGE_POINT_WORKERS"
 S3_ENDPOINT = f"{PREFIX}S3_ENDPOINT"
@@ -82,6 +83,8 @@ class Settings(msgspec.Struct, frozen=True, rename=_variable):
     cache_dir: str | None = None
     xdg_cache_home: str | None = None
     duckdb_memory_limit: str | None = None
+    # DuckDB's threads on every connection the warehouse opens; else one per core.
+    duckdb_threads: Annotated[int, msgspec.Meta(ge=1)] | None = None
     # How long a commit to a SQLite catalog waits for readers' open transactions; readers wait
     # twice that for a commit (liger_warehouse/lake/connect.py).
     commit_wait_seconds: Annotated[float, msgspec.Meta(gt=0)] = 60.0

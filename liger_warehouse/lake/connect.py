@@ -37,16 +37,17 @@ def cache_dir(s: settings.Settings | None = None) -> Path:
     return Path(base).expanduser()
 
 
-def _memory(s: settings.Settings, reader: bool) -> dict[str, str]:
-    """The memory limit, and where queries spill beyond it. A writer makes its spill folder; a
-    reader creates no file unless it spills, into a folder of its own process."""
+def _resources(s: settings.Settings, reader: bool) -> dict[str, str]:
+    """The memory limit, where queries spill beyond it, and the threads when set. A writer makes
+    its spill folder; a reader creates no file unless it spills, into a folder of its own process."""
     scratch = cache_dir(s)
     if reader:
         spill = (scratch if scratch.is_dir() else Path(tempfile.gettempdir())) / f"duckdb-spill-{os.getpid()}"
     else:
         spill = scratch / "duckdb-spill"
         spill.mkdir(parents=True, exist_ok=True)
-    return {"memory_limit": s.duckdb_memory_limit or DEFAULT_MEMORY_LIMIT, "temp_directory": str(spill)}
+    threads = {"threads": str(s.duckdb_threads)} if s.duckdb_threads else {}
+    return {"memory_limit": s.duckdb_memory_limit or DEFAULT_MEMORY_LIMIT, "temp_directory": str(spill), **threads}
 
 
 def _lock_wait_ms(s: settings.Settings, reader: bool) -> int:
@@ -95,7 +96,7 @@ def open_lake(
     s = settings.current()
     names = lake.extensions()
     con = duckdb.connect(
-        config={**NO_DOWNLOADS, **extensions.connect_config(names), **_memory(s, read_only), **(config or {})}
+        config={**NO_DOWNLOADS, **extensions.connect_config(names), **_resources(s, read_only), **(config or {})}
     )
     try:
         extensions.load(con, names)
