@@ -12,6 +12,7 @@ from typing import NamedTuple
 
 import dagster as dg
 import pytest
+from filelock import FileLock
 
 from liger_warehouse.settings import DUCKDB_THREADS
 from tests.expected import Mirror, canonical_config, read_mirror
@@ -77,7 +78,7 @@ def env(**values: str | None) -> Iterator[None]:
 @dataclass
 class Refreshed:
     root: Path
-    result: dg.ExecuteInProcessResult
+    result: dg.ExecuteInProcessResult | None
     outputs: dg.ExecuteInProcessResult | None = None
 
     @property
@@ -159,9 +160,21 @@ def mirror_warehouse(tmp_path_factory: pytest.TempPathFactory, fake_github: Fake
 
 
 @pytest.fixture(scope="session")
-def full_mirror_warehouse(tmp_path_factory: pytest.TempPathFactory, full_fake_github: FakeGitHub) -> Refreshed:
-    """The warehouse built once from the whole snapshot, for the larger tier; tests must not modify it."""
-    return reference_warehouse(tmp_path_factory.mktemp("full-warehouse"), full_fake_github)
+def full_mirror_warehouse(
+    tmp_path_factory: pytest.TempPathFactory, full_fake_github: FakeGitHub, worker_id: str
+) -> Refreshed:
+    """The warehouse built once from the whole snapshot, for the larger tier; tests must not modify
+    it. Under xdist the first worker to ask builds it in the run's directory and the others wait
+    and read it (a build costs a minute of a core), so it carries no Dagster results."""
+    if worker_id == "master":
+        return reference_warehouse(tmp_path_factory.mktemp("full-warehouse"), full_fake_github)
+    run_dir = tmp_path_factory.getbasetemp().parent  # pytest-N, above each worker's popen-gwK
+    root, built = run_dir / "full-warehouse", run_dir / "full-warehouse.built"
+    with FileLock(run_dir / "full-warehouse.lock"):
+        if not built.exists():
+            reference_warehouse(root, full_fake_github)
+            built.touch()
+    return Refreshed(root, None)
 
 
 def series_keys(database: Path) -> dict[str, tuple]:
