@@ -7,8 +7,8 @@ of 0.6.3 are relabelled 0.6.2, a version the cut does not hold (a build and a ve
 own, ranked before every later one); 25 records are relabelled to an older release of their
 series, so that release's point becomes the median of its own value and a newer one (its
 steps and verdicts change). Every object that says what a build stands on, or judges builds,
-is then the same rows in both (``except all`` both ways); while the import was current they
-differed."""
+is then the same rows in both (``except all`` both ways); while the import was current, those
+of ``MOVED`` differed."""
 
 from __future__ import annotations
 
@@ -17,6 +17,8 @@ import shutil
 from itertools import pairwise
 from pathlib import Path
 
+import duckdb
+import pyarrow as pa
 import pytest
 from packaging.version import Version
 
@@ -25,13 +27,27 @@ from tests.plain_duckdb import open_views
 from tests.reliability.published import dagster_home
 from tests.test_export_kernelindex import export_path
 from tests.test_import_kernelindex import _cli
-from tests.test_import_withdrawal import _differences, _rows
 
 pytestmark = pytest.mark.slow
 
 NEW_VERSION = "0.6.2"
 PER_KIND = 25
-OBJECTS = ("dim_build", "dim_version", "fact_build_point", "versions", "regressions", "version_history")
+# What stands for each build and version, and every verdict that reads the builds or the runs.
+OBJECTS = (
+    "dim_build",
+    "dim_version",
+    "fact_build_point",
+    "versions",
+    "version_points",
+    "version_steps",
+    "version_history",
+    "regressions",
+    "speedups",
+    "speedup_history",
+    "series_noise",
+)
+# Those the import moves while it is current.
+MOVED = ("dim_build", "dim_version", "fact_build_point", "versions", "regressions", "version_history")
 
 
 def _version(record: dict) -> str:
@@ -86,6 +102,28 @@ def _queries(root: Path) -> dict[str, str]:
     )
 
 
+def _rows(root: Path, queries: dict[str, str]) -> dict[str, pa.Table]:
+    with open_views(root / "catalog.sqlite") as con:
+        return {name: con.execute(sql).to_arrow_table() for name, sql in queries.items()}
+
+
+def _differences(withdrawn: dict[str, pa.Table], never: dict[str, pa.Table]) -> dict[str, tuple[int, int]]:
+    """Per query whose rows differ: how many rows only each side has (``except all``)."""
+    con = duckdb.connect()
+    out = {}
+    for name in never:
+        con.register("a", withdrawn[name])
+        con.register("b", never[name])
+        only = [
+            # fetchall: DuckDB 2 refuses the next registration while a result is left unfetched
+            con.execute(f"select count(*) from (select * from {x} except all select * from {y})").fetchall()[0][0]
+            for x, y in (("a", "b"), ("b", "a"))
+        ]
+        if any(only):
+            out[name] = tuple(only)
+    return out
+
+
 def test_a_withdrawn_import_of_a_new_version_and_moved_points_changes_no_build_or_verdict(mirror_warehouse, tmp_path):
     never = mirror_warehouse.root
     withdrawn = tmp_path / "withdrawn"
@@ -102,7 +140,7 @@ def test_a_withdrawn_import_of_a_new_version_and_moved_points_changes_no_build_o
         # While current, the import stands for builds: a version and a build of its own, and
         # points and verdicts of existing builds moved.
         before = _differences(_rows(withdrawn, queries), expected)
-        assert set(OBJECTS) <= set(before), before
+        assert set(MOVED) <= set(before), before
         assert any(name.startswith("compare_versions") for name in before), before
         result = _cli("import", "withdraw", "lab", "-w", str(withdrawn))
         assert result.exit_code == 0, result.output
