@@ -14,9 +14,11 @@ from liger_warehouse.lake import extensions
 def open_views(catalog: Path) -> duckdb.DuckDBPyConnection:
     """Read-only, with the lake's data where its catalog sits (``<root>/lake/``), waiting out a
     commit as the README advises. Extensions come from their pip packages, as a machine without
-    an extension repository needs."""
-    con = duckdb.connect(config={"autoinstall_known_extensions": "false"})
-    extensions.load(con, ["ducklake", "sqlite_scanner"])
+    an extension repository needs (loaded as the warehouse loads them, without hashing each file
+    on every connection)."""
+    names = ["ducklake", "sqlite_scanner"]
+    con = duckdb.connect(config={"autoinstall_known_extensions": "false", **extensions.connect_config(names)})
+    extensions.load(con, names)
     data = catalog.parent / "lake"
     options = f"read_only, data_path '{data}/', override_data_path true, meta_busy_timeout 120000"
     con.execute(f"attach 'ducklake:sqlite:{catalog}' as liger ({options})")
