@@ -1,5 +1,5 @@
-"""The latency figures docs/PERFORMANCE.md and docs/VERDICTS.md quote are those of the results
-files they cite (benchmarks/results/), not figures typed apart from them."""
+"""The latency and test-suite figures docs/PERFORMANCE.md and docs/VERDICTS.md quote are those of
+the results files they cite (benchmarks/results/), not figures typed apart from them."""
 
 from __future__ import annotations
 
@@ -47,3 +47,14 @@ def test_the_real_history_latency_is_the_results_files():
     assert f"two refreshes answers in {two} ms, and in {maintained} ms" in text
     assert f"{warm / 1000:.2f}-{two / 1000:.2f} s on the real history's newest pair" in _flat(PERFORMANCE)
     assert f"{warm / 1000:.2f} s on the lake a refresh publishes" in _flat(PERFORMANCE)
+
+
+def test_the_suite_figures_are_the_results_file():
+    run = _load("2026-12-07-test-suite.json")
+    cpu = run["cpu_user_s"] + run["cpu_system_s"]
+    text = _flat(PERFORMANCE)
+    assert run["exit_code"] == 0
+    assert f"the suite alone takes {run['wall_s'] / 60:.1f} min" in text
+    assert f"{run['passed']} tests in {run['wall_s']:.0f} s on 3 xdist workers" in text
+    assert f"({cpu:,.0f} CPU-seconds on 2 cores)" in text
+    assert f"test command {run['wall_s'] / 60:.1f} min alone ({run['wall_s']:.0f} s)" in text
