@@ -108,10 +108,10 @@ def _rows(root: Path, queries: dict[str, str]) -> dict[str, pa.Table]:
 
 
 def _differences(withdrawn: dict[str, pa.Table], never: dict[str, pa.Table]) -> dict[str, tuple[int, int]]:
-    """Per query whose rows differ: how many rows only each side has (``except all``)."""
+    """Per query of ``withdrawn`` whose rows differ: how many rows only each side has (``except all``)."""
     con = duckdb.connect()
     out = {}
-    for name in never:
+    for name in withdrawn:
         con.register("a", withdrawn[name])
         con.register("b", never[name])
         only = [
@@ -138,10 +138,12 @@ def test_a_withdrawn_import_of_a_new_version_and_moved_points_changes_no_build_o
         assert result.exit_code == 0, result.output
         assert "50 new results, 0 quarantined" in result.output
         # While current, the import stands for builds: a version and a build of its own, and
-        # points and verdicts of existing builds moved.
-        before = _differences(_rows(withdrawn, queries), expected)
-        assert set(MOVED) <= set(before), before
-        assert any(name.startswith("compare_versions") for name in before), before
+        # points and verdicts of existing builds moved (read until one comparison differs: the
+        # whole set is read once more after the withdrawal).
+        moved = _differences(_rows(withdrawn, {name: queries[name] for name in MOVED}), expected)
+        assert set(MOVED) <= set(moved), moved
+        versions = (name for name in queries if name.startswith("compare_versions"))
+        assert any(_differences(_rows(withdrawn, {name: queries[name]}), expected) for name in versions)
         result = _cli("import", "withdraw", "lab", "-w", str(withdrawn))
         assert result.exit_code == 0, result.output
 
