@@ -9,6 +9,7 @@ reaches no extension repository still opens the lake. Written by hand because
 from __future__ import annotations
 
 import importlib.util
+from functools import cache
 from pathlib import Path
 
 import duckdb
@@ -22,8 +23,10 @@ PACKAGES = {
 }
 
 
+@cache
 def packaged(name: str) -> Path | None:
-    """The extension file the pip package of ``name`` ships for this DuckDB version, if any."""
+    """The extension file the pip package of ``name`` ships for this DuckDB version, if any
+    (looked up once per process: every connection asks, twice)."""
     spec = importlib.util.find_spec(PACKAGES[name])
     if spec is None or not spec.submodule_search_locations:
         return None
