@@ -23,10 +23,12 @@ from pathlib import Path
 import duckdb
 
 from liger_warehouse.audit import checks
+from liger_warehouse.cli.instance import dagster_instance
 from liger_warehouse.lake.connect import open_lake
 from liger_warehouse.lake.location import ALIAS, Lake
 from liger_warehouse.store.raw import RawStore
 from liger_warehouse.store.storage import Storage
+from tests.conftest import env
 
 # Set at ingest time, so two refreshes of the same upstream legitimately differ in them.
 VOLATILE_COLUMNS = {"ingested_at"}
@@ -181,13 +183,10 @@ def dagster_home(path: Path) -> Path:
 
 @cache
 def _empty_instance() -> Path:
-    import dagster as dg
-    from dagster._core.instance.ref import InstanceRef
-
+    """Made as the CLI makes a ``$DAGSTER_HOME`` it finds empty (its configuration, telemetry off)."""
     path = Path(tempfile.mkdtemp(prefix="dagster-home-"))
     atexit.register(shutil.rmtree, path, True)
-    (path / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
-    with dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(path))) as instance:
+    with env(DAGSTER_HOME=str(path)), dagster_instance() as instance:
         instance.get_runs(limit=1)  # creates the run, event and schedule storage
     return path
 
