@@ -23,7 +23,7 @@ from pathlib import Path
 from benchmarks.machine import ROOT, machine, repository
 
 DURATION = re.compile(r"^([\d.]+)s (setup|call|teardown)\s+(\S+?)::")
-SUMMARY = re.compile(r"^=* ?(\d+) passed.* in ([\d.]+)s")
+PASSED = re.compile(r"^=* ?(\d+) passed")
 
 
 def measure() -> dict:
@@ -43,7 +43,7 @@ def measure() -> dict:
     for line in proc.stdout.splitlines():
         if match := DURATION.match(line):
             per_file[match.group(3)] += float(match.group(1))
-        elif match := SUMMARY.match(line.strip("= ")):
+        elif match := PASSED.match(line):
             passed = int(match.group(1))
     return {
         "exit_code": proc.returncode,
