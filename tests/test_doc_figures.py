@@ -58,3 +58,19 @@ def test_the_suite_figures_are_the_results_file():
     assert f"{run['passed']} tests in {run['wall_s']:.0f} s on 3 xdist workers" in text
     assert f"({cpu:,.0f} CPU-seconds on 2 cores)" in text
     assert f"test command {run['wall_s'] / 60:.1f} min alone ({run['wall_s']:.0f} s)" in text
+
+
+def test_the_start_up_figures_are_the_results_file():
+    figures = _load("2026-12-07-startup.json")["runs"][-1]["figures"]
+    median = {name: figure["median"] for name, figure in figures.items()}
+    full, newest = median["full build"], median["refresh finding the newest revisions"]
+    sql, help_ = median['`sql "select 1"`'], median["`--help`"]
+    ratio = f"{newest / full:.2f}\N{MULTIPLICATION SIGN}"
+    text = _flat(PERFORMANCE)
+    assert f"{ratio}: {newest:.2f} s against {full:.2f} s" in text
+    assert f"a full build: {ratio}.** {newest:.2f} s against {full:.2f} s" in text
+    assert f'`sql "select 1"` {sql:.2f} s, `--help` {help_:.2f} s' in text
+    for name, figure in figures.items():
+        shown = name.replace("the newest revisions", "the 7 newest revisions")
+        low, high = figure["range"]
+        assert f"| {shown} | {figure['median']:.2f} s ({low:.2f}-{high:.2f})" in text, name
