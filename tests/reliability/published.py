@@ -12,10 +12,12 @@ import hashlib
 import json
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 import tempfile
 from collections import Counter
+from contextlib import closing
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -177,7 +179,9 @@ def cli_script() -> list[str]:
 def dagster_home(path: Path) -> Path:
     """A fresh instance directory (telemetry off: CI has no business phoning home), its storage
     already created: a copy of one made once per process, since creating it costs a second."""
-    shutil.copytree(_empty_instance(), path, dirs_exist_ok=True)
+    # Without SQLite's WAL side files: a connection the template's instance left to the garbage
+    # collector may delete them mid-copy, and the template's databases hold everything (below).
+    shutil.copytree(_empty_instance(), path, dirs_exist_ok=True, ignore=shutil.ignore_patterns("*-wal", "*-shm"))
     return path
 
 
@@ -188,6 +192,9 @@ def _empty_instance() -> Path:
     atexit.register(shutil.rmtree, path, True)
     with env(DAGSTER_HOME=str(path)), dagster_instance() as instance:
         instance.get_runs(limit=1)  # creates the run, event and schedule storage
+    for db in path.rglob("*.db"):  # everything in the database file itself, none in its WAL
+        with closing(sqlite3.connect(db)) as con:
+            con.execute("pragma wal_checkpoint(truncate)")
     return path
 
 
