@@ -74,3 +74,25 @@ def test_the_start_up_figures_are_the_results_file():
         shown = name.replace("the newest revisions", "the 7 newest revisions")
         low, high = figure["range"]
         assert f"| {shown} | {figure['median']:.2f} s ({low:.2f}-{high:.2f})" in text, name
+
+
+def _full_build(name: str) -> tuple[float, float, float]:
+    """The job's seconds, DuckDB's COPY seconds and the job's peak RSS (GiB) of a 10^6 build."""
+    (run,) = _load(name)["full"][0]["runs"]
+    return run["build"]["job"], run["raw"]["seconds"], run["build"]["peak_rss"] / 2**30
+
+
+def test_the_full_build_and_derived_table_figures_are_the_results_files():
+    text = _flat(PERFORMANCE)
+    job, copy, rss = _full_build("2026-12-07-987692e-full-build-1e6.json")
+    before_job, before_copy, before_rss = _full_build("2026-12-07-e15f2b0-full-build-1e6.json")
+    assert f"| {copy / job:.2f}\N{MULTIPLICATION SIGN}: job {job:.1f} s against `COPY` {copy:.1f} s" in text
+    before = f"{before_copy / before_job:.2f}\N{MULTIPLICATION SIGN} at `e15f2b0`"
+    assert f"({before}: {before_job:.1f} s against {before_copy:.1f} s)" in text
+    assert f"Peak RSS of the process tree {rss:.2f} GiB, in `lake_tables` ({before_rss:.2f} GiB at" in text
+    derived = _load("2026-12-07-derived-cost-1e6.json")
+    assert f"{derived['seconds']:.1f} s and {derived['bytes'] / 1e6:.0f} MB in all" in text
+    for table in derived["tables"]:
+        if table["seconds"] >= 1:
+            row = f"| `{table['table']}` | {table['seconds']:.1f} | {table['rows']:,} | {table['bytes'] / 1e6:.1f} |"
+            assert row in text, table["table"]
