@@ -243,9 +243,3 @@ def analyze(seqs: np.ndarray, values: np.ndarray, prior: SeriesState | None = No
     # An array here: the same floats as from a list, without converting a slice per t-test.
     state.found, state.tests = final_pass(values, weak, known)
     return state, "resumed" if usable else "from_scratch"
-
-
-def detect(values: list[float]) -> list[tuple[int, float]]:
-    """(index, pvalue) of the change points of one series, from scratch."""
-    state, _ = analyze(np.arange(1, len(values) + 1), np.asarray(values, dtype=np.float64))
-    return state.found

@@ -36,15 +36,6 @@ class Counts:
         for f in fields(self):
             setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
 
-    def as_metadata(self) -> dict[str, int]:
-        return {
-            "series": self.series,
-            "series_resumed": self.resumed,
-            "series_unchanged": self.unchanged,
-            "series_from_scratch": self.from_scratch,
-            "points": self.points,
-        }
-
 
 @dataclass
 class Analyzed:

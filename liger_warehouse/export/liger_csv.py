@@ -18,7 +18,6 @@ import duckdb
 from liger_warehouse.model.digests import content_digest
 from liger_warehouse.model.revisions import GH_PAGES, IMPORT, MAIN
 
-MIN_PREFIX = 4
 _HEX = re.compile(r"[0-9a-f]{4,40}")
 
 ROWS_SQL = """

@@ -116,7 +116,6 @@ class Claims:
 
     workloads: dict[str, dict] = field(default_factory=dict)
     environments: dict[str, str] = field(default_factory=dict)
-    implementations: dict[str, dict] = field(default_factory=dict)
     protocols: dict[str, dict] = field(default_factory=dict)
     _workloads: dict[tuple, tuple] = field(default_factory=dict)
 
@@ -131,7 +130,6 @@ class Claims:
         return cls(
             workloads=rows("dim_workload", "workload_digest"),
             environments={d: r["gpu_name"] for d, r in environments.items()},
-            implementations=rows("dim_implementation", "implementation_digest"),
             protocols=rows("dim_protocol", "protocol_digest"),
         )
 

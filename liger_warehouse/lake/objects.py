@@ -126,11 +126,6 @@ def _create(con: duckdb.DuckDBPyConnection, file: SqlFile, sql_dir: Path) -> Non
         raise RuntimeError(f"{file.label(sql_dir)}: {exc}") from exc
 
 
-def derived_tables(sql_dir: Path = SQL_DIR) -> list[str]:
-    """The derived tables, one per file of ``sql/derived/``."""
-    return sorted(p.stem for p in (sql_dir / "derived").glob("*.sql"))
-
-
 def sql_current(con: duckdb.DuckDBPyConnection, sql_dir: Path = SQL_DIR) -> bool:
     """Whether the catalog's objects were created from this code's ``sql/`` and schema version."""
     try:

@@ -118,16 +118,3 @@ def load_order(sql_dir: Path, tables: set[str]) -> list[SqlFile]:
         ordered.extend(files[name] for name in ready)
         graph.done(*ready)
     return ordered
-
-
-def read_by(files: list[SqlFile], names: set[str]) -> list[SqlFile]:
-    """The files of ``files`` (in load order) that ``names`` read, directly or through others."""
-    by_name = {f.name: f for f in files}
-    wanted: set[str] = set()
-    todo = list(names)
-    while todo:
-        name = todo.pop()
-        if name in by_name and name not in wanted:
-            wanted.add(name)
-            todo.extend(by_name[name].reads)
-    return [f for f in files if f.name in wanted]

@@ -61,7 +61,6 @@ class HttpPolicy:
 @dataclass
 class Fetched:
     body: bytes
-    from_cache: bool
     link: str | None = None
 
     @property
@@ -170,7 +169,7 @@ class HttpClient:
     def _read(self, resp: httpx.Response, url: str, what: str, conditional: bool) -> Fetched | None:
         status = resp.status_code
         if status == 304 and self.cache and (cached := self.cache.get(url)):
-            return Fetched(cached["body"].encode("utf-8"), from_cache=True, link=cached["link"])
+            return Fetched(cached["body"].encode("utf-8"), link=cached["link"])
         if status == 404:
             return None
         self._raise_for_status(resp, url, what)
@@ -181,7 +180,7 @@ class HttpClient:
         link = resp.headers.get("Link")
         if conditional and self.cache and (etag := resp.headers.get("ETag")):
             self.cache.put(url, etag, body, link)
-        return Fetched(body, from_cache=False, link=link)
+        return Fetched(body, link=link)
 
     def _raise_for_status(self, resp: httpx.Response, url: str, what: str) -> None:
         status = resp.status_code

@@ -97,23 +97,3 @@ def commits(mirror: Path, stem: str) -> list[dict]:
 
 def set_commits(mirror: Path, stem: str, items: list[dict]) -> None:
     (mirror / "commits" / f"{stem}.json").write_text(json.dumps(items))
-
-
-def file_at(mirror: Path, stem: str, sha: str) -> bytes:
-    return gzip.decompress((mirror / "raw" / sha / "benchmark" / "data" / f"{stem}.csv.gz").read_bytes())
-
-
-def add_commit(mirror: Path, stem: str, sha: str, data: bytes, message: str = "update") -> None:
-    """A new newest commit of ``benchmark/data/<stem>.csv`` with content ``data``."""
-    history = commits(mirror, stem)
-    target = mirror / "raw" / sha / "benchmark" / "data" / f"{stem}.csv.gz"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_bytes(gzip.compress(data, mtime=0))
-    newest = history[0]
-    item = {
-        **newest,
-        "sha": sha,
-        "html_url": f"https://github.com/linkedin/Liger-Kernel/commit/{sha}",
-        "commit": {**newest["commit"], "message": message},
-    }
-    set_commits(mirror, stem, [item, *history])
