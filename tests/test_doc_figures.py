@@ -54,10 +54,10 @@ def test_the_suite_figures_are_the_results_file():
     cpu = run["cpu_user_s"] + run["cpu_system_s"]
     text = _flat(PERFORMANCE)
     assert run["exit_code"] == 0
-    assert f"the suite alone takes {run['wall_s'] / 60:.1f} min" in text
+    assert f"suite alone takes {run['wall_s'] / 60:.1f} min" in text
     assert f"{run['passed']} tests in {run['wall_s']:.0f} s on 3 xdist workers" in text
     assert f"({cpu:,.0f} CPU-seconds on 2 cores)" in text
-    assert f"test command {run['wall_s'] / 60:.1f} min alone ({run['wall_s']:.0f} s)" in text
+    assert f"the suite alone {run['wall_s'] / 60:.1f} min ({run['wall_s']:.0f} s)" in text
 
 
 def test_the_start_up_figures_are_the_results_file():
@@ -96,3 +96,13 @@ def test_the_full_build_and_derived_table_figures_are_the_results_files():
         if table["seconds"] >= 1:
             row = f"| `{table['table']}` | {table['seconds']:.1f} | {table['rows']:,} | {table['bytes'] / 1e6:.1f} |"
             assert row in text, table["table"]
+
+
+def test_the_ci_figures_are_the_results_file():
+    latest = _load("2026-12-07-ci-runs.json")["runs"][-1]
+    ci, suite = latest["figures"]["ci_s"], latest["figures"]["suite_s"]
+    text = _flat(PERFORMANCE)
+    assert f"| {ci / 60:.1f} min ({ci:.0f} s) on a clean clone, the suite {suite:.0f} s of it;" in text
+    assert f"14.9 min on a clean clone** (`{latest['commit']}`: {ci:.0f} s, the suite {suite:.0f} s of it;" in text
+    assert f"the set-up, with uv, {ci - suite:.0f} s where" in text
+    assert f"**missed** by {ci / 720:.2f}\N{MULTIPLICATION SIGN}" in text
