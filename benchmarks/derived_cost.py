@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 
+from benchmarks.machine import machine, repository
 from liger_warehouse.lake.connect import open_lake
 from liger_warehouse.lake.location import ALIAS, DATA_DIR, Lake
 from liger_warehouse.lake.objects import sql_objects
@@ -71,8 +73,12 @@ def main() -> None:
     parser.add_argument("--zstd", action="store_true", help="every table's bytes, and written with zstd")
     parser.add_argument("--json", type=Path, help="also write the result here")
     args = parser.parse_args()
+    started = machine("")
     tables = measure(args.warehouse)
     result = {
+        "command": "python -m benchmarks.derived_cost " + " ".join(sys.argv[1:]),
+        "machine": started,
+        "repository": repository(),
         "ok": True,
         "seconds": sum(t["seconds"] for t in tables),
         "bytes": sum(t["bytes"] for t in tables),
