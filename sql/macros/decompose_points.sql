@@ -74,7 +74,7 @@ paired as (
     join dim_series as s on s.series_digest = b.series_digest
     where b.is_base and judgeable(b.p50) and judgeable(h.p50)
 ),
--- Each median below is a window over one group of a pair's rows, so no CTE is read twice.
+-- Each median below is a window over its group of a pair's rows, not a grouped CTE joined back.
 adjusted as (
     select
         *,

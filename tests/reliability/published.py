@@ -194,7 +194,8 @@ def _empty_instance() -> Path:
         instance.get_runs(limit=1)  # creates the run, event and schedule storage
     for db in path.rglob("*.db"):  # everything in the database file itself, none in its WAL
         with closing(sqlite3.connect(db)) as con:
-            con.execute("pragma wal_checkpoint(truncate)")
+            busy, _, _ = con.execute("pragma wal_checkpoint(truncate)").fetchone()
+        assert busy == 0, f"{db}: a connection held its WAL, which the copies leave out"
     return path
 
 
