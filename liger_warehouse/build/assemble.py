@@ -62,6 +62,8 @@ class LakeWriter:
         # The series whose gh-pages points this refresh may have changed: the change points
         # of no other series need computing again.
         self.touched_series: set[str] = set()
+        # The sources that have fact_result rows: a source outside it has none to read.
+        self.held_sources = {k for (k,) in con.execute("select distinct source_key from fact_result").fetchall()}
 
     def _insert(self, table: str, data: pa.Table) -> None:
         if data.num_rows == 0:
@@ -96,7 +98,11 @@ class LakeWriter:
         )
 
     def prior_results(self, source_key: str) -> pl.DataFrame:
-        """The ``fact_result`` rows of ``source_key`` as the lake holds them."""
+        """The ``fact_result`` rows of ``source_key`` as the lake holds them. A new source reads
+        nothing: a read scans every row this transaction has added, a cost that grows through a
+        full build."""
+        if source_key not in self.held_sources:
+            return pl.from_arrow(SCHEMAS["fact_result"].empty_table())
         sql = "select * from fact_result where source_key = ? order by result_digest"
         return pl.from_arrow(self.read(sql, "fact_result", [source_key]))
 
@@ -116,6 +122,7 @@ class LakeWriter:
         if not prior.is_empty():
             self.con.execute("delete from fact_result where source_key = ?", [source_key])
         self._insert("fact_result", results.to_arrow().cast(SCHEMAS["fact_result"]))
+        self.held_sources.add(source_key)
         for rows in (prior, results):
             self.touched_series.update(rows.filter(pl.col("source") == GH_PAGES)["series_digest"].unique().to_list())
         self.changed = True
