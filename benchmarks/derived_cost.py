@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -76,7 +77,7 @@ def main() -> None:
     started = machine("")
     tables = measure(args.warehouse)
     result = {
-        "command": "python -m benchmarks.derived_cost " + " ".join(sys.argv[1:]),
+        "command": "python -m benchmarks.derived_cost " + shlex.join(sys.argv[1:]),
         "machine": started,
         "repository": repository(),
         "ok": True,
