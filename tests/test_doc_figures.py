@@ -93,6 +93,18 @@ def test_the_full_build_and_derived_table_figures_are_the_results_files():
     derived = _load("2026-12-07-derived-cost-1e6.json")
     assert f"{derived['seconds']:.1f} s and {derived['bytes'] / 1e6:.0f} MB in all" in text
     assert f"The derived tables cost {derived['seconds']:.1f} s (the table above)" in text
+    seconds = {t["table"]: t["seconds"] for t in derived["tables"]}
+    steps = seconds["fact_run_step"] + seconds["fact_build_step"]
+    assert f"The two step tables are {steps / derived['seconds']:.0%} of the derived time" in text
+    largest = ("fact_run_point", "fact_build_step", "fact_run_step", "fact_speedup_pair")
+    held = sum(t["bytes"] for t in derived["tables"] if t["table"] in largest)
+    assert f"`fact_speedup_pair`, {held / 1e6:.0f} MB" in text
+    # Target 1's arithmetic: the job allowed at 0.2x, and the ratio without those tables.
+    assert f"the job may take {copy / 0.2:.0f} s against the {copy:.1f} s" in text
+    assert f"it took {job:.1f} s, so {job - copy / 0.2:.0f} s must go" in text
+    others = derived["seconds"] - steps
+    assert f"take {steps:.1f} s (to {copy / (job - steps):.2f}\N{MULTIPLICATION SIGN})" in text
+    assert f"{others:.1f} s more (to {copy / (job - derived['seconds']):.2f}\N{MULTIPLICATION SIGN})" in text
     for table in derived["tables"]:
         if table["seconds"] >= 1:
             row = f"| `{table['table']}` | {table['seconds']:.1f} | {table['rows']:,} | {table['bytes'] / 1e6:.1f} |"

@@ -109,18 +109,17 @@ def _rows(root: Path, queries: dict[str, str]) -> dict[str, pa.Table]:
 
 def _differences(withdrawn: dict[str, pa.Table], never: dict[str, pa.Table]) -> dict[str, tuple[int, int]]:
     """Per query of ``withdrawn`` whose rows differ: how many rows only each side has (``except all``)."""
-    con = duckdb.connect()
     out = {}
-    for name in withdrawn:
-        con.register("a", withdrawn[name])
-        con.register("b", never[name])
-        only = [
-            # fetchall: DuckDB 2 refuses the next registration while a result is left unfetched
-            con.execute(f"select count(*) from (select * from {x} except all select * from {y})").fetchall()[0][0]
-            for x, y in (("a", "b"), ("b", "a"))
-        ]
-        if any(only):
-            out[name] = tuple(only)
+    with duckdb.connect() as con:
+        for name in withdrawn:
+            con.register("a", withdrawn[name])
+            con.register("b", never[name])
+            only = [
+                con.execute(f"select count(*) from (select * from {x} except all select * from {y})").fetchall()[0][0]
+                for x, y in (("a", "b"), ("b", "a"))
+            ]
+            if any(only):
+                out[name] = tuple(only)
     return out
 
 
