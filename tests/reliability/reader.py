@@ -12,6 +12,7 @@ shares nothing with the writer but the files.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -63,7 +64,9 @@ def main(catalog: str, mode: str, stop: str, out: str) -> None:
                     snapshot = _round(con)
             if snapshot not in seen:
                 seen.append(snapshot)
-                Path(out + ".seen").write_text(json.dumps(seen))
+                # Replaced whole: the test peeks at it while this runs, and once read it empty.
+                Path(out + ".seen.tmp").write_text(json.dumps(seen))
+                os.replace(out + ".seen.tmp", out + ".seen")
             rounds += 1
         except Exception as exc:  # every error is the finding; keep reading
             errors.append(f"{type(exc).__name__}: {exc}")
