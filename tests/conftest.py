@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 import dagster as dg
 import pytest
+from dagster._core.instance.ref import InstanceRef
 from filelock import FileLock
 
 from liger_warehouse.settings import DUCKDB_THREADS
@@ -89,9 +90,15 @@ class Refreshed:
 
 
 def refresh(
-    root: Path, fake: FakeGitHub | None = None, upstream: str | None = None, job: str = "refresh", **extra: str
+    root: Path,
+    fake: FakeGitHub | None = None,
+    upstream: str | None = None,
+    job: str = "refresh",
+    dagster_home: Path | None = None,
+    **extra: str,
 ) -> Refreshed:
-    """One run of a real job (``refresh`` by default), against a fake GitHub or a mirror directory."""
+    """One run of a real job (``refresh`` by default), against a fake GitHub or a mirror directory,
+    recorded in an ephemeral Dagster instance or in the one of ``dagster_home``."""
     from pipelines.definitions import load
 
     settings = {
@@ -102,9 +109,17 @@ def refresh(
         **FAST_RETRIES,
         **extra,
     }
-    with env(**settings), dg.DagsterInstance.ephemeral() as instance:
+    with env(**settings), _instance(dagster_home) as instance:
         result = load().resolve_job_def(job).execute_in_process(instance=instance, raise_on_error=False)
     return Refreshed(root, result)
+
+
+def _instance(home: Path | None) -> dg.DagsterInstance:
+    if home is None:
+        return dg.DagsterInstance.ephemeral()
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    return dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(home)))
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
@@ -146,38 +161,68 @@ def full_fake_github() -> Iterator[FakeGitHub]:
         yield fake
 
 
-def reference_warehouse(root: Path, fake: FakeGitHub) -> Refreshed:
-    """A warehouse built from all ``fake`` serves over loopback HTTP, then the outputs job."""
-    built = refresh(root, fake)
-    assert built.result.success, "the reference refresh failed"
-    built.outputs = refresh(built.root, fake, job="outputs").result
-    assert built.outputs.success, "the outputs job after the reference refresh failed"
-    return built
+@dataclass(frozen=True)
+class Reference:
+    """A warehouse the real jobs built once per test run (``refresh``, then ``outputs``), and the
+    Dagster instance that recorded their runs; tests must not modify either."""
+
+    root: Path
+    dagster_home: Path
+
+    @property
+    def database(self) -> Path:
+        return self.root / "catalog.sqlite"
+
+    def _events(self, job: str, kind: dg.DagsterEventType) -> list[dg.DagsterEvent]:
+        with _instance(self.dagster_home) as instance:
+            (run,) = instance.get_runs(filters=dg.RunsFilter(job_name=job))
+            return [entry.dagster_event for entry in instance.all_logs(run.run_id, of_type=kind)]
+
+    def materializations(self, asset: str) -> list[dg.AssetMaterialization]:
+        """What the ``outputs`` run recorded for ``asset``."""
+        events = self._events("outputs", dg.DagsterEventType.ASSET_MATERIALIZATION)
+        return [e.event_specific_data.materialization for e in events if e.asset_key.path == [asset]]
+
+    def check_evaluations(self) -> list[dg.AssetCheckEvaluation]:
+        """Every asset check the ``refresh`` run evaluated."""
+        events = self._events("refresh", dg.DagsterEventType.ASSET_CHECK_EVALUATION)
+        return [e.event_specific_data for e in events]
+
+
+def shared_reference(
+    name: str, fake: FakeGitHub, tmp_path_factory: pytest.TempPathFactory, worker_id: str
+) -> Reference:
+    """The reference warehouse ``fake`` serves, built once per test run: under xdist the first
+    worker to ask builds it in the run's directory while the others wait, then all read it (a
+    build and its outputs cost a core 15 s for the fixture cut and a minute for the snapshot)."""
+    run_dir = tmp_path_factory.getbasetemp()
+    if worker_id != "master":
+        run_dir = run_dir.parent  # pytest-N, above each worker's popen-gwK
+    reference = Reference(run_dir / name, run_dir / f"{name}-dagster")
+    with FileLock(run_dir / f"{name}.lock"):
+        built = run_dir / f"{name}.built"
+        if not built.exists():  # a worker whose build failed may have left part of one
+            shutil.rmtree(reference.root, ignore_errors=True)
+            shutil.rmtree(reference.dagster_home, ignore_errors=True)
+            for job in ("refresh", "outputs"):
+                done = refresh(reference.root, fake, job=job, dagster_home=reference.dagster_home)
+                assert done.result.success, f"the {job} run of the reference warehouse {name} failed"
+            built.touch()
+    return reference
 
 
 @pytest.fixture(scope="session")
-def mirror_warehouse(tmp_path_factory: pytest.TempPathFactory, fake_github: FakeGitHub) -> Refreshed:
-    """The warehouse built once from the fixture cut; tests must not modify it."""
-    return reference_warehouse(tmp_path_factory.mktemp("warehouse"), fake_github)
+def mirror_warehouse(tmp_path_factory: pytest.TempPathFactory, fake_github: FakeGitHub, worker_id: str) -> Reference:
+    """The warehouse of the fixture cut."""
+    return shared_reference("warehouse", fake_github, tmp_path_factory, worker_id)
 
 
 @pytest.fixture(scope="session")
 def full_mirror_warehouse(
     tmp_path_factory: pytest.TempPathFactory, full_fake_github: FakeGitHub, worker_id: str
-) -> Refreshed:
-    """The warehouse built once from the whole snapshot, for the larger tier; tests must not modify
-    it. Under xdist the first worker to ask builds it in the run's directory and the others wait
-    and read it (a build costs a minute of a core), so it carries no Dagster results."""
-    if worker_id == "master":
-        return reference_warehouse(tmp_path_factory.mktemp("full-warehouse"), full_fake_github)
-    run_dir = tmp_path_factory.getbasetemp().parent  # pytest-N, above each worker's popen-gwK
-    root, built = run_dir / "full-warehouse", run_dir / "full-warehouse.built"
-    with FileLock(run_dir / "full-warehouse.lock"):
-        if not built.exists():  # a worker whose build failed may have left part of one
-            shutil.rmtree(root, ignore_errors=True)
-            reference_warehouse(root, full_fake_github)
-            built.touch()
-    return Refreshed(root, None)
+) -> Reference:
+    """The warehouse of the whole snapshot, for the larger tier."""
+    return shared_reference("full-warehouse", full_fake_github, tmp_path_factory, worker_id)
 
 
 def series_keys(database: Path) -> dict[str, tuple]:
@@ -196,12 +241,12 @@ def series_keys(database: Path) -> dict[str, tuple]:
 
 
 @pytest.fixture(scope="session")
-def warehouse_series(mirror_warehouse: Refreshed) -> dict[str, tuple]:
+def warehouse_series(mirror_warehouse: Reference) -> dict[str, tuple]:
     return series_keys(mirror_warehouse.database)
 
 
 @pytest.fixture(scope="session")
-def full_warehouse_series(full_mirror_warehouse: Refreshed) -> dict[str, tuple]:
+def full_warehouse_series(full_mirror_warehouse: Reference) -> dict[str, tuple]:
     return series_keys(full_mirror_warehouse.database)
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Refreshed
+from tests.conftest import Reference
 from tests.reliability.published import cli_env, dagster_home
 
 # Dagster and the analysis stack (Otava, SciPy) load only to refresh, import or compute change points.
@@ -53,31 +53,31 @@ def test_help_imports_no_stack(home: Path) -> None:
     assert imported(["--help"], home) & (REFRESH_STACK | REPORT_STACK | TABLE_STACK) == set()
 
 
-def test_sql_imports_only_duckdb(mirror_warehouse: Refreshed, home: Path) -> None:
+def test_sql_imports_only_duckdb(mirror_warehouse: Reference, home: Path) -> None:
     modules = imported(["sql", "-w", str(mirror_warehouse.root), "select 1"], home)
     assert "duckdb" in modules
     assert modules & (REFRESH_STACK | REPORT_STACK | TABLE_STACK) == set()
 
 
-def test_regressions_imports_only_duckdb(mirror_warehouse: Refreshed, home: Path) -> None:
+def test_regressions_imports_only_duckdb(mirror_warehouse: Reference, home: Path) -> None:
     args = ["regressions", "-w", str(mirror_warehouse.root), "--base", "0.6.3", "--head", "0.7.0"]
     modules = imported([*args, "--gpu", "H100", "--kernel", "cross_entropy"], home)
     assert modules & (REFRESH_STACK | REPORT_STACK | TABLE_STACK) == set()
 
 
-def test_export_imports_no_refresh_stack(mirror_warehouse: Refreshed, home: Path, tmp_path: Path) -> None:
+def test_export_imports_no_refresh_stack(mirror_warehouse: Reference, home: Path, tmp_path: Path) -> None:
     args = ["export", "liger-csv", "-w", str(mirror_warehouse.root), "--run", "81f932a-v0.6.5"]
     modules = imported([*args, "--out", str(tmp_path / "run.csv")], home)
     assert modules & (REFRESH_STACK | REPORT_STACK) == set()
 
 
-def test_report_imports_no_refresh_stack(mirror_warehouse: Refreshed, home: Path, tmp_path: Path) -> None:
+def test_report_imports_no_refresh_stack(mirror_warehouse: Reference, home: Path, tmp_path: Path) -> None:
     modules = imported(["report", "-w", str(mirror_warehouse.root), "--out", str(tmp_path / "report")], home)
     assert "altair" in modules
     assert modules & REFRESH_STACK == set()
 
 
-def test_status_imports_no_refresh_stack(mirror_warehouse: Refreshed, home: Path) -> None:
+def test_status_imports_no_refresh_stack(mirror_warehouse: Reference, home: Path) -> None:
     # status reads its last-refresh line from the warehouse (state/last-refresh.json), not from
     # the Dagster instance.
     modules = imported(["status", "-w", str(mirror_warehouse.root)], home)

@@ -69,13 +69,8 @@ def _without_digest_values(record: dict[str, Any]) -> dict[str, Any]:
 def test_the_asset_exported_one_record_per_result(mirror_warehouse, records):
     (count,) = _query(mirror_warehouse.database, "select count(*) from fact_result")[0]
     assert len(records) == count
-    events = [
-        e
-        for e in mirror_warehouse.outputs.get_asset_materialization_events()
-        if e.asset_key.path == ["kernelindex_export"]
-    ]
-    assert len(events) == 1
-    metadata = events[0].materialization.metadata
+    (materialization,) = mirror_warehouse.materializations("kernelindex_export")
+    metadata = materialization.metadata
     assert metadata["dagster/row_count"].value == count
     assert metadata["schema_validation"].value == f"{count} of {count} records valid against kernelindex.schema.json"
 

@@ -174,11 +174,9 @@ def test_compact_png_keeps_the_pixels(built):
 
 
 def test_asset_wrote_the_report_and_attached_the_pngs(mirror_warehouse):
-    events = [
-        e for e in mirror_warehouse.outputs.get_asset_materialization_events() if e.asset_key.path == ["liger_report"]
-    ]
+    events = mirror_warehouse.materializations("liger_report")
     assert len(events) == 1
-    metadata = events[0].materialization.metadata
+    metadata = events[0].metadata
     report = Path(metadata["report"].value)
     assert report.is_file() and report.parent.name == str(metadata["snapshot"].value)
     assert report.parent.parent == mirror_warehouse.root / "reports"

@@ -115,10 +115,8 @@ def test_every_kernel_with_results_has_an_offline_page(published, kernels, mirro
         assert f"<code>{html.escape(kernel)}</code></h1>" in page
         assert 'href="../index.html"' in page
         assert _kernel_href(kernel) in index, kernel
-    events = [
-        e for e in mirror_warehouse.outputs.get_asset_materialization_events() if e.asset_key.path == ["liger_report"]
-    ]
-    metadata = events[0].materialization.metadata
+    events = mirror_warehouse.materializations("liger_report")
+    metadata = events[0].metadata
     assert metadata["kernel_pages"].value == len(kernels)
     with open_views(mirror_warehouse.database) as con:
         assert metadata["open_regressions"].value == len(con.execute(OPEN_SQL).fetchall())

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Refreshed, refresh, require_full_mirror, require_mirror
+from tests.conftest import Reference, refresh, require_full_mirror, require_mirror
 from tests.fake_github import FakeGitHub
 from tests.plain_duckdb import open_views
 from tests.small_mirror import small_mirror
@@ -106,7 +106,7 @@ def _lake(database: Path, sql: str, params: list | None = None) -> list[tuple]:
         return con.execute(sql, params or []).fetchall()
 
 
-def test_each_compare_of_consecutive_runs_is_in_the_lake(mirror_warehouse: Refreshed) -> None:
+def test_each_compare_of_consecutive_runs_is_in_the_lake(mirror_warehouse: Reference) -> None:
     expected = _expected(require_mirror())
     assert len(expected["fact_run_compare"]) == len(_runs(require_mirror())) - 1
     for table, columns in COLUMNS.items():
@@ -136,7 +136,7 @@ def _suspects(mirror: Path, runs: list[str], stems: set[str]) -> tuple[int, bool
 
 
 def test_the_suspects_of_a_kernel_are_the_commits_of_the_ranges_that_changed_its_files(
-    mirror_warehouse: Refreshed,
+    mirror_warehouse: Reference,
 ) -> None:
     mirror, database = require_mirror(), mirror_warehouse.database
     runs = _runs(mirror)
@@ -163,7 +163,7 @@ def test_the_suspects_of_a_kernel_are_the_commits_of_the_ranges_that_changed_its
     assert same == [(0, False, [])]
 
 
-def test_compare_runs_names_the_suspects_of_each_series_kernel(mirror_warehouse: Refreshed) -> None:
+def test_compare_runs_names_the_suspects_of_each_series_kernel(mirror_warehouse: Reference) -> None:
     runs = _runs(require_mirror())
     base, head = runs[-3], runs[-2]
     got = _lake(
@@ -221,7 +221,7 @@ def test_without_compares_the_warehouse_builds_and_a_later_refresh_takes_them_in
     assert [w for w in _summary_warnings(root) if f"raw/compare/{broken}.json.gz" in w], _summary_warnings(root)
 
 
-def test_a_rebenchmark_of_older_code_is_labelled_and_ordered_by_its_code(full_mirror_warehouse: Refreshed) -> None:
+def test_a_rebenchmark_of_older_code_is_labelled_and_ordered_by_its_code(full_mirror_warehouse: Reference) -> None:
     mirror = require_full_mirror()
     runs = _runs(mirror)
     rows = _lake(

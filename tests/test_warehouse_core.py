@@ -97,7 +97,7 @@ def test_every_data_file_of_the_lake_is_zstd(mirror_warehouse):
 
 def test_blocking_checks_ran_and_passed(mirror_warehouse):
     # Non-blocking checks only warn (no_new_regressions, when a refresh brings regressions in).
-    evaluations = [e for e in mirror_warehouse.result.get_asset_check_evaluations() if e.blocking]
+    evaluations = [e for e in mirror_warehouse.check_evaluations() if e.blocking]
     assert len(evaluations) >= 4
     assert all(e.passed for e in evaluations)
 
