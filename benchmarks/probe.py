@@ -52,6 +52,18 @@ def _published(result) -> bool:
     )
 
 
+def _failures(result) -> list[str]:
+    """``step: innermost error`` for each failed step, so that a failed run says why."""
+    out = []
+    for event in result.all_events:
+        if event.event_type_value == "STEP_FAILURE":
+            error = event.event_specific_data.error
+            while error.cause is not None:
+                error = error.cause
+            out.append(f"{event.step_key}: {error.message.strip()}")
+    return out
+
+
 def main() -> None:
     created = psutil.Process().create_time()
     import dagster as dg
@@ -65,10 +77,9 @@ def main() -> None:
         result = job.execute_in_process(instance=instance, raise_on_error=False, run_config=QUIET_LOGS)
         done = time.time()
         steps = _steps(instance, result.run_id)
-    failures = [e.step_key for e in result.all_events if e.event_type_value == "STEP_FAILURE"]
     out = {
         "ok": result.success,
-        "error": f"failed steps: {failures}" if failures else "",
+        "error": "; ".join(_failures(result)),
         "startup": ready - created,
         "job": done - ready,
         "job_start": ready,

@@ -81,8 +81,11 @@ def full_build_rows(sizes: list[dict]) -> tuple[list[str], list[dict]]:
     targets = []
     for size in sizes:
         builds, raws = _builds(size), [r["raw"] for r in size["runs"] if r["raw"].get("ok")]
-        failed = [r["build"]["error"] for r in size["runs"] if not r["build"]["ok"]]
-        failed = [f"{e} (after publishing)" if "failed steps" in e else e for e in failed]
+        failed = [
+            r["build"]["error"] + (" (after publishing)" if r["build"].get("published") else "")
+            for r in size["runs"]
+            if not r["build"]["ok"]
+        ]
         rows = size["mirror"]["rows"]
         job, copy = summarize([b["job"] for b in builds]), summarize([r["seconds"] for r in raws])
         results = builds[-1]["results"] if builds else size["mirror"]["results"]
