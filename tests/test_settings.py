@@ -14,7 +14,8 @@ from typer.testing import CliRunner
 from liger_warehouse import settings
 from liger_warehouse.cli import app
 from liger_warehouse.cli.warehouse import _run_config
-from liger_warehouse.lake.connect import cache_dir
+from liger_warehouse.lake.connect import cache_dir, open_lake
+from liger_warehouse.lake.location import Lake
 from liger_warehouse.store.storage import Storage
 from liger_warehouse.upstream.open import settings_from_env
 from pipelines.defs.resources import resources
@@ -114,3 +115,20 @@ def test_a_bad_value_names_its_variable():
         done = CliRunner().invoke(app, ["status"])
     assert done.exit_code == 1
     assert "LIGER_WAREHOUSE_MAX_ATTEMPTS" in done.output and "fix or unset that variable" in done.output, done.output
+
+
+def test_a_writer_spills_into_a_folder_of_its_own_that_goes_with_its_connection(tmp_path: Path) -> None:
+    """Two processes that shared one spill folder deleted each other's files, and DuckDB aborts on
+    that: each process spills into a folder named by its pid, made only when a query spills."""
+    cache = tmp_path / "cache"
+    spill = cache / f"duckdb-spill-{os.getpid()}"
+    with env(LIGER_WAREHOUSE_CACHE_DIR=str(cache), LIGER_WAREHOUSE_DUCKDB_MEMORY_LIMIT="64MB"):
+        con = open_lake(Lake.of(str(tmp_path / "warehouse")))
+        try:
+            assert con.execute("select current_setting('temp_directory')").fetchone() == (str(spill),)
+            assert not spill.exists()
+            con.execute("select * from range(3000000) as r(i) order by md5(i::varchar)").fetchmany(1)
+            assert any(spill.iterdir())
+        finally:
+            con.close()
+    assert not spill.exists() and cache.is_dir()

@@ -38,14 +38,14 @@ def cache_dir(s: settings.Settings | None = None) -> Path:
 
 
 def _resources(s: settings.Settings, reader: bool) -> dict[str, str]:
-    """The memory limit, where queries spill beyond it, and the threads when set. A writer makes
-    its spill folder; a reader creates no file unless it spills, into a folder of its own process."""
+    """The memory limit, where queries spill beyond it, and the threads when set. Each process
+    spills into a folder of its own, which DuckDB creates when a query spills and removes when the
+    connection closes: two writers sharing one deleted each other's files, and DuckDB aborts on
+    that. A writer makes the cache directory; a reader creates nothing unless it spills."""
     scratch = cache_dir(s)
-    if reader:
-        spill = (scratch if scratch.is_dir() else Path(tempfile.gettempdir())) / f"duckdb-spill-{os.getpid()}"
-    else:
-        spill = scratch / "duckdb-spill"
-        spill.mkdir(parents=True, exist_ok=True)
+    if not reader:
+        scratch.mkdir(parents=True, exist_ok=True)
+    spill = (scratch if scratch.is_dir() else Path(tempfile.gettempdir())) / f"duckdb-spill-{os.getpid()}"
     threads = {"threads": str(s.duckdb_threads)} if s.duckdb_threads else {}
     return {"memory_limit": s.duckdb_memory_limit or DEFAULT_MEMORY_LIMIT, "temp_directory": str(spill), **threads}
 
