@@ -1,7 +1,8 @@
 """What each derived table costs a publish: its ``create or replace table … as`` timed alone on a
 built lake, with the rows and Parquet bytes it writes.
 
-    python -m benchmarks.derived_cost --warehouse ROOT [--zstd] [--json FILE]
+    python -m benchmarks.derived_cost --warehouse ROOT [--zstd] [--memory-limit 1GB]
+        [--rewrite fact_result,...] [--json FILE]
 
 Every publish recreates every table of ``sql/derived/`` whole, in load order (so each reads the
 tables before it as this publish made them). Here the same statements run in that order in one
@@ -11,6 +12,12 @@ the rollback. ``--zstd`` also gives every table's bytes as the lake holds it (in
 catalog names: zstd; DuckLake's default, Snappy, in a lake last published before the warehouse
 chose zstd) beside the same rows written with zstd as one file. Prints one JSON line, the derived tables
 by seconds, largest first.
+
+``--memory-limit`` sets DuckDB's ``memory_limit`` (the warehouse's setting otherwise). ``--rewrite``
+first rewrites those stored tables in the same transaction (``create or replace table t as select *
+from t``), as a refresh's publishing transaction has written them before its derived tables: a
+statement's memory then includes reading data its own transaction wrote. A statement that fails
+(out of memory) ends the run, its error recorded.
 """
 
 from __future__ import annotations
@@ -22,6 +29,8 @@ import sys
 import time
 from pathlib import Path
 
+import duckdb
+
 from benchmarks.machine import machine, repository
 from liger_warehouse.lake.connect import open_lake
 from liger_warehouse.lake.location import ALIAS, DATA_DIR, Lake
@@ -32,17 +41,24 @@ def _files(data: Path) -> dict[str, int]:
     return {p.relative_to(data).as_posix(): p.stat().st_size for p in data.rglob("*.parquet")}
 
 
-def measure(root: Path) -> list[dict]:
-    """Seconds, rows and bytes written of each derived table's statement, in load order."""
+def measure(root: Path, memory_limit: str | None = None, rewrite: tuple[str, ...] = ()) -> list[dict]:
+    """Seconds, rows and bytes written of each derived table's statement, in load order, after
+    ``rewrite``; up to the first that fails, with its error."""
     data = root / DATA_DIR
     out = []
-    con = open_lake(Lake.of(str(root)))
+    con = open_lake(Lake.of(str(root)), config={"memory_limit": memory_limit} if memory_limit else None)
     try:
         con.execute("begin")
+        for table in rewrite:
+            con.execute(f"create or replace table {table} as select * from {table}")
         for file in (f for f in sql_objects() if f.kind == "derived"):
             before = _files(data)
             started = time.perf_counter()
-            con.execute(f"create or replace table {file.name} as\n{file.sql.rstrip().rstrip(';')}")
+            try:
+                con.execute(f"create or replace table {file.name} as\n{file.sql.rstrip().rstrip(';')}")
+            except duckdb.Error as exc:
+                out.append({"table": file.name, "seconds": time.perf_counter() - started, "error": str(exc)})
+                break
             seconds = time.perf_counter() - started
             (rows,) = con.execute(f"select count(*) from {file.name}").fetchone()
             written = sum(size for path, size in _files(data).items() if path not in before)
@@ -72,17 +88,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--warehouse", type=Path, required=True, help="a built warehouse root")
     parser.add_argument("--zstd", action="store_true", help="every table's bytes, and written with zstd")
+    parser.add_argument("--memory-limit", help="DuckDB's memory_limit (default: the warehouse's)")
+    parser.add_argument("--rewrite", default="", help="stored tables to rewrite in the transaction first, a,b,...")
     parser.add_argument("--json", type=Path, help="also write the result here")
     args = parser.parse_args()
     started = machine("")
-    tables = measure(args.warehouse)
+    tables = measure(args.warehouse, args.memory_limit, tuple(t for t in args.rewrite.split(",") if t))
     result = {
         "command": "python -m benchmarks.derived_cost " + shlex.join(sys.argv[1:]),
         "machine": started,
         "repository": repository(),
-        "ok": True,
+        "ok": not any("error" in t for t in tables),
         "seconds": sum(t["seconds"] for t in tables),
-        "bytes": sum(t["bytes"] for t in tables),
+        "bytes": sum(t.get("bytes", 0) for t in tables),
         "tables": sorted(tables, key=lambda t: -t["seconds"]),
     }
     if args.zstd:
