@@ -120,3 +120,23 @@ def test_the_ci_figures_are_the_results_file():
     assert f"{minutes}: {ci:.0f} s, the suite {suite:.0f} s of it;" in text
     assert f"the set-up, with uv, {ci - suite:.0f} s where" in text
     assert f"**missed** by {ci / 720:.2f}\N{MULTIPLICATION SIGN}" in text
+
+
+def test_the_figures_at_1000_revisions_are_the_results_files():
+    text = _flat(PERFORMANCE)
+    (_, failed) = _load("2026-12-07-benchmarks-run-incremental-1000.json")["incremental"]
+    assert failed["history"] == 1000 and not failed["setup"]["ok"]
+    assert f"1 GB**, peaking at {failed['setup']['peak_rss'] / 2**30:.2f} GiB" in text
+    small, large = _load("2026-12-07-benchmarks-run-incremental-1000-10gb.json")["incremental"]
+    (one_small,), (one_large,) = small["runs"], large["runs"]
+    ratio = one_large["job"] / one_small["job"]
+    assert f"| {ratio:.2f}\N{MULTIPLICATION SIGN}: {one_large['job']:.1f} s against {one_small['job']:.1f} s" in text
+    assert f"**missed** by {ratio / 1.5:.1f}\N{MULTIPLICATION SIGN}" in text
+    setup = large["setup"]
+    assert f"with 10 GB it builds in {setup['job']:.0f} s at {setup['peak_rss'] / 2**30:.2f} GiB" in text
+    written = one_large["parquet_written_by_table"]
+    assert f"writes {one_large['parquet_written'] / 2**20:.0f} MiB for {written['fact_result'] / 2**20:.1f} MiB" in text
+    assert f"step peaks at {one_large['peak_rss'] / 2**30:.2f} GiB" in text
+    for name in ("2026-12-07-derived-cost-2.6m-1gb.json", "2026-12-07-derived-cost-2.6m-1gb-rewrite.json"):
+        tables = _load(name)["tables"]
+        assert [t["table"] for t in tables if "Out of Memory" in t.get("error", "")] == ["fact_speedup_pair"], name
