@@ -165,6 +165,9 @@ def copy_of(mirror_warehouse, tmp_path):
 
 
 def test_no_change_refresh_fetches_and_writes_nothing(copy_of, fake_github):
+    # The reference warehouse may come from another xdist worker's fake GitHub (another port,
+    # so other URLs in its listing cache): one refresh against this one first.
+    assert refresh(copy_of, fake_github).result.success
     before_files, before_snapshots = _files(copy_of), _snapshots(copy_of)
     digests = _query(copy_of / "catalog.sqlite", "select result_digest from fact_result order by 1")
     fake_github.clear_log()

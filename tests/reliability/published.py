@@ -16,6 +16,7 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+import threading
 from collections import Counter
 from contextlib import closing
 from dataclasses import dataclass
@@ -34,6 +35,7 @@ from tests.conftest import env
 
 # Set at ingest time, so two refreshes of the same upstream legitimately differ in them.
 VOLATILE_COLUMNS = {"ingested_at"}
+_TEMPLATE_LOCK = threading.Lock()
 
 
 def lake_of(root: Path) -> Lake:
@@ -181,7 +183,11 @@ def dagster_home(path: Path) -> Path:
     already created: a copy of one made once per process, since creating it costs a second."""
     # Without SQLite's WAL side files: a connection the template's instance left to the garbage
     # collector may delete them mid-copy, and the template's databases hold everything (below).
-    shutil.copytree(_empty_instance(), path, dirs_exist_ok=True, ignore=shutil.ignore_patterns("*-wal", "*-shm"))
+    # Made under a lock: threads asking at once (test_crash.py) would each set the process's
+    # DAGSTER_HOME while making one, and create the same tables twice.
+    with _TEMPLATE_LOCK:
+        template = _empty_instance()
+    shutil.copytree(template, path, dirs_exist_ok=True, ignore=shutil.ignore_patterns("*-wal", "*-shm"))
     return path
 
 
