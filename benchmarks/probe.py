@@ -53,15 +53,11 @@ def _published(result) -> bool:
 
 
 def _failures(result) -> list[str]:
-    """``step: innermost error`` for each failed step, so that a failed run says why."""
-    out = []
-    for event in result.all_events:
-        if event.event_type_value == "STEP_FAILURE":
-            error = event.event_specific_data.error
-            while error.cause is not None:
-                error = error.cause
-            out.append(f"{event.step_key}: {error.message.strip()}")
-    return out
+    """``step: message`` of each failed step's innermost error, so that a failed run says why."""
+    from liger_warehouse.cli.warehouse import root_cause
+
+    failed = (e for e in result.all_events if e.event_type_value == "STEP_FAILURE")
+    return [f"{e.step_key}: {root_cause(e.event_specific_data.error)[1]}" for e in failed]
 
 
 def main() -> None:
