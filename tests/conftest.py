@@ -117,8 +117,6 @@ def refresh(
 def _instance(home: Path | None) -> dg.DagsterInstance:
     if home is None:
         return dg.DagsterInstance.ephemeral()
-    home.mkdir(parents=True, exist_ok=True)
-    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
     return dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(home)))
 
 
@@ -204,6 +202,8 @@ def shared_reference(
         if not built.exists():  # a worker whose build failed may have left part of one
             shutil.rmtree(reference.root, ignore_errors=True)
             shutil.rmtree(reference.dagster_home, ignore_errors=True)
+            reference.dagster_home.mkdir()
+            (reference.dagster_home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
             for job in ("refresh", "outputs"):
                 done = refresh(reference.root, fake, job=job, dagster_home=reference.dagster_home)
                 assert done.result.success, f"the {job} run of the reference warehouse {name} failed"
