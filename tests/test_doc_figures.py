@@ -133,6 +133,7 @@ def test_the_figures_at_1000_revisions_are_the_results_files():
     assert f"| {ratio:.2f}\N{MULTIPLICATION SIGN}: {one_large['job']:.1f} s against {one_small['job']:.1f} s" in text
     assert f"**missed** by {ratio / 1.5:.1f}\N{MULTIPLICATION SIGN}" in text
     setup = large["setup"]
+    assert f"a first build of {large['mirror']['results'] / 1e6:.1f} million results" in text
     assert f"with 10 GB it builds in {setup['job']:.0f} s at {setup['peak_rss'] / 2**30:.2f} GiB" in text
     written = one_large["parquet_written_by_table"]
     assert f"writes {one_large['parquet_written'] / 2**20:.0f} MiB for {written['fact_result'] / 2**20:.1f} MiB" in text
