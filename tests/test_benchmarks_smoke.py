@@ -200,10 +200,12 @@ def test_a_built_lake_is_read_as_any_client_reads_it(small_mirror, tmp_path):
     files = scenarios.parquet_files(root)
     assert state["lake_bytes"] >= sum(size for size, _ in files.values()) > 0
     assert "fact_result" in scenarios.written_by_table({}, files)
-    tables = derived_cost.measure(root)
+    stored, *tables = derived_cost.measure(root)
+    assert stored["table"] == "(stored tables)" and "error" not in stored
     with open_views(root / CATALOG_FILE) as con:
         held = {name for (name,) in con.execute("select table_name from duckdb_tables()").fetchall()}
         rows = {t["table"]: con.execute(f"select count(*) from {t['table']}").fetchone()[0] for t in tables}
     assert {t["table"] for t in tables} <= held and all(t["rows"] == rows[t["table"]] for t in tables)
+    assert all(t["bytes"] > 0 for t in tables if t["rows"])
     assert scenarios.parquet_files(root) == files  # rolled back: the lake is as it was
     assert scenarios.lake_state(root)["snapshot"] == published.snapshot

@@ -1,12 +1,21 @@
 """What the lake's catalog holds: the stored tables (created once, from their Arrow schemas),
 then every macro, view and derived table of ``sql/``, created in the order of what each reads.
 
-A derived table is a ``select`` in ``sql/derived/<table>.sql``, recreated whole at each publish
-(``create or replace table … as``); a macro or view is its file's own ``create or replace``.
+A derived table is a ``select`` in ``sql/derived/<table>.sql``, recreated whole at each publish;
+a macro or view is its file's own ``create or replace``.
+
+Derived tables are built as DuckDB temporary tables, from temporary copies of the stored tables
+they read, and copied into the lake at the end. DuckLake gives the optimizer no row count for a
+table its own transaction wrote (``DuckLakeTableEntry::GetTableStats`` returns none while a table
+has transaction-local inserts), and a publish has written every table its derived tables read:
+planned blind, their joins ran out of memory at 2.6 million results. Temporary tables carry
+DuckDB's own statistics, and spill to the connection's ``temp_directory`` like any query.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from hashlib import sha256
@@ -87,19 +96,20 @@ def create_sql_objects(con: duckdb.DuckDBPyConnection, sql_dir: Path = SQL_DIR, 
     """Each object of ``sql/`` in load order; the first that fails is the cause, and is named.
     ``derived_only``: the derived tables alone, when the catalog's macros and views are this
     code's already (``sql_current``): they hold no data, so new rows leave them as they are."""
-    derived, views = [], []
-    for file in sql_objects(sql_dir):
-        if derived_only and file.kind != "derived":
-            continue
-        _create(con, file, sql_dir)
-        (derived if file.kind == "derived" else views).append(file.name)
-    if derived_only:
-        return Created(derived, views)
-    con.execute(
-        f"create or replace view {BUILT_FROM} as select '{sql_version(sql_dir)}' as sql_version, "
-        f"{_schema_version()} as schema_version"
-    )
-    return Created(derived, views)
+    files = sql_objects(sql_dir)
+    derived = [f for f in files if f.kind == "derived"]
+    views = [] if derived_only else [f for f in files if f.kind != "derived"]
+    with _built_in_memory(con, derived, files):
+        for file in files:
+            if file.kind == "derived" or not derived_only:
+                _create(con, file, sql_dir)
+    created = Created([f.name for f in derived], [f.name for f in views])
+    if not derived_only:
+        con.execute(
+            f"create or replace view {BUILT_FROM} as select '{sql_version(sql_dir)}' as sql_version, "
+            f"{_schema_version()} as schema_version"
+        )
+    return created
 
 
 def create_derived_reading(con: duckdb.DuckDBPyConnection, table: str, sql_dir: Path = SQL_DIR) -> list[str]:
@@ -111,15 +121,59 @@ def create_derived_reading(con: duckdb.DuckDBPyConnection, table: str, sql_dir: 
         if file.reads & reading:
             reading.add(file.name)
     recreated = [f for f in files if f.kind == "derived" and f.name in reading]
-    for file in recreated:
-        _create(con, file, sql_dir)
+    with _built_in_memory(con, recreated, files):
+        for file in recreated:
+            _create(con, file, sql_dir)
     return [f.name for f in recreated]
 
 
+@contextmanager
+def _built_in_memory(con: duckdb.DuckDBPyConnection, derived: list[SqlFile], files: list[SqlFile]) -> Iterator[None]:
+    """Copy the stored tables ``derived`` reads into temporary tables, which shadow the lake's for
+    this connection; after the block (which creates ``derived`` as temporary tables), copy those
+    into the lake and drop every temporary table, so later statements read and write the lake.
+    An error in the block leaves them: the caller's transaction is then rolled back whole."""
+    stored = stage_stored_reads(con, derived, files)
+    yield
+    for file in derived:
+        copy_into_lake(con, file.name)
+    for name in [*stored, *(f.name for f in derived)]:
+        con.execute(f"drop table temp.main.{name}")
+
+
+def stage_stored_reads(con: duckdb.DuckDBPyConnection, derived: list[SqlFile], files: list[SqlFile]) -> list[str]:
+    """Copy the stored tables ``derived`` reads, directly or through views and macros, into
+    temporary tables of the same names; returns their names."""
+    from liger_warehouse.model.tables import STORED
+
+    by_name = {f.name: f for f in files}
+    seen: set[str] = set()
+    todo = [name for file in derived for name in file.reads]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        if name in by_name and by_name[name].kind != "derived":  # a derived table is read as built
+            todo.extend(by_name[name].reads)
+    stored = sorted(seen & set(STORED))
+    for name in stored:
+        con.execute(f"create temp table {name} as from {ALIAS}.main.{name}")
+    return stored
+
+
+def derived_statement(file: SqlFile) -> str:
+    """The statement that builds a derived table, as a temporary table."""
+    return f"create temp table {file.name} as\n{file.sql.rstrip().rstrip(';')}"
+
+
+def copy_into_lake(con: duckdb.DuckDBPyConnection, table: str) -> None:
+    """Replace the lake's ``table`` with the temporary table of that name."""
+    con.execute(f"create or replace table {ALIAS}.main.{table} as from temp.main.{table}")
+
+
 def _create(con: duckdb.DuckDBPyConnection, file: SqlFile, sql_dir: Path) -> None:
-    statement = file.sql
-    if file.kind == "derived":
-        statement = f"create or replace table {file.name} as\n{file.sql.rstrip().rstrip(';')}"
+    statement = derived_statement(file) if file.kind == "derived" else file.sql
     try:
         con.execute(statement)
     except duckdb.Error as exc:
