@@ -21,8 +21,10 @@ from benchmarks.sections import markers
 from benchmarks.synthetic import Settings, generate
 from benchmarks.synthetic.suite import load_suite
 from liger_warehouse.audit import checks
+from liger_warehouse.build.publish import PHASES
 from liger_warehouse.lake.location import CATALOG_FILE
 from liger_warehouse.normalize.csvfile import COLUMNS
+from liger_warehouse.runtime import progress
 from tests.conftest import MIRROR
 from tests.plain_duckdb import open_views
 from tests.recount import recount
@@ -192,7 +194,11 @@ def test_a_built_lake_is_read_as_any_client_reads_it(small_mirror, tmp_path):
     root = tmp_path / "warehouse"
     assert scenarios.lake_state(root) == {"results": 0, "members": 0, "snapshot": None, "summary": {}, "lake_bytes": 0}
     listing, contents = profile_build.upstream_snapshots(root, small_mirror)
-    published = profile_build.lake_tables(root, listing, contents)
+    phases = profile_build.PublishPhases()
+    with progress.listening(phases):
+        published = profile_build.lake_tables(root, listing, contents)
+    assert [p["phase"] for p in phases.phases] == list(PHASES)  # each once, in order
+    assert all(p["seconds"] >= 0 and p["peak_rss"] > 0 for p in phases.phases)
     state = scenarios.lake_state(root)
     expected = recount(small_mirror)
     assert state["results"] == len(expected.results) == published.summary["results_added"]

@@ -26,10 +26,13 @@ from liger_warehouse.lake.connect import open_lake, writer_turn
 from liger_warehouse.lake.location import ALIAS, Lake
 from liger_warehouse.lake.objects import Created, create_sql_objects, create_tables, sql_current
 from liger_warehouse.model.revisions import UpstreamListing
+from liger_warehouse.runtime import progress as watchers
 from liger_warehouse.runtime.failpoints import failpoint
 from liger_warehouse.store.raw import RawStore
 
 AUTHOR = "liger-warehouse"
+# What a publish reports to progress listeners (``runtime.progress``, task "publish") as it ends each.
+PHASES = ("ingest", "change points", "derived tables and views", "blocking checks", "commit")
 
 
 class ChecksFailed(RuntimeError):
@@ -84,14 +87,18 @@ def publish(
         ingest = Ingest(con, raw, now, rows(con) if callable(rows) else rows)
         changed = ingest.run(listing, contents, withdraw)
         summary = ingest.writer.summary_dict(withdraw)
+        _done("ingest")
         current = sql_current(con)
         if not changed and current:
             con.execute("rollback")
             return Published(summary)
         counts = change_points.update(con, pool, ingest.writer.touched_series)
+        _done("change points")
         created = create_sql_objects(con, derived_only=current)
+        _done("derived tables and views")
         failpoint("audit")
         outcomes = checks.audit(con, raw, ingest.new_revisions)
+        _done("blocking checks")
         if on_checks is not None:
             on_checks(outcomes)
         if not all(o.passed for o in outcomes):
@@ -99,8 +106,13 @@ def publish(
         con.execute(f"call {ALIAS}.set_commit_message(?, ?, extra_info => ?)", [AUTHOR, message, json.dumps(summary)])
         failpoint("publish")
         commit(con)
+        _done("commit")
         (snapshot,) = con.execute(f"select max(snapshot_id) from ducklake_snapshots('{ALIAS}')").fetchone()
         return Published(summary, snapshot, outcomes, counts, created)
+
+
+def _done(phase: str) -> None:
+    watchers.report("publish", PHASES.index(phase) + 1, len(PHASES), phase)
 
 
 def commit(con: duckdb.DuckDBPyConnection) -> None:

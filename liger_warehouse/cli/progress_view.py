@@ -1,5 +1,6 @@
 """Progress bars for ``liger-warehouse refresh``: one for the job's stages, fed by the Dagster
-events of the run, and one each for downloads and normalization, fed by ``liger_warehouse.runtime.progress``;
+events of the run, and one each for downloads, normalization and the publishing transaction's
+phases, fed by ``liger_warehouse.runtime.progress``;
 its notices (retries) as lines above the bars; the run's warnings kept for the summary."""
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
-TASK_LABELS = {"download": "downloading revisions", "normalize": "normalizing revisions"}
+TASK_LABELS = {"download": "downloading revisions", "normalize": "normalizing revisions", "publish": "publishing"}
 # Dagster step events that end a stage, whatever its outcome.
 STAGE_ENDS = {"STEP_SUCCESS", "STEP_SKIPPED", "STEP_FAILURE"}
 
