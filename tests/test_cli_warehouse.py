@@ -17,6 +17,7 @@ import typer
 from typer.testing import CliRunner
 
 from liger_warehouse.cli import app
+from liger_warehouse.cli.progress_view import TASK_LABELS
 from liger_warehouse.lake.connect import open_lake
 from liger_warehouse.lake.location import Lake
 from liger_warehouse.store import last_refresh
@@ -28,7 +29,7 @@ from tests.reliability.published import cli_env, cli_script
 runner = CliRunner()
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 # The progress bars' lines (liger_warehouse/cli/progress_view.py).
-PROGRESS = ("stages:", "downloading revisions", "normalizing revisions")
+PROGRESS = ("stages:", *TASK_LABELS.values())  # the refresh's progress bars
 
 
 def invoke(*args: str) -> tuple[int, str]:
@@ -114,7 +115,7 @@ def test_refresh_shows_progress_and_a_summary(warehouse: Path, tmp_path: Path):
     mirror = _mirror_with_one_more_commit(tmp_path)
     code, text = invoke("refresh", "-w", str(warehouse), "--upstream", str(mirror))
     assert code == 0, text
-    assert "stages: done" in text and "downloading revisions" in text and "normalizing revisions" in text
+    assert "stages: done" in text and all(label in text for label in TASK_LABELS.values()), text
     snapshot, summary = _snapshots(warehouse)[-1]
     assert summary["revisions_ingested"] == 1 and f"published snapshot {snapshot}" in text
     for column in ("revisions ingested", "results added", "restated", "removed", "time"):

@@ -20,13 +20,14 @@ from pathlib import Path
 
 import pytest
 
+from liger_warehouse.cli.progress_view import TASK_LABELS
 from tests import fake_github as fg
 from tests.fake_github import FakeGitHub
 from tests.reliability.conftest import GITHUB, copy_warehouse, github_env
 from tests.reliability.published import cli_env, cli_script, dagster_home, published
 
 # Rich's progress bars: what the refresh shows while it runs, not part of what it says.
-PROGRESS = re.compile(r"^(stages|downloading revisions|normalizing revisions)\b")
+PROGRESS = re.compile(rf"^(stages|{'|'.join(map(re.escape, TASK_LABELS.values()))})\b")
 FAST = {"LIGER_WAREHOUSE_MAX_ATTEMPTS": "3", "LIGER_WAREHOUSE_BACKOFF_SECONDS": "0.01"}
 OFFLINE_HINT = ("--upstream", "LIGER_WAREHOUSE_UPSTREAM")
 TRACE_MARKS = ("Traceback", "Stack Trace", " - ERROR - ", 'File "')
