@@ -91,6 +91,7 @@ def publish(
         current = sql_current(con)
         if not changed and current:
             con.execute("rollback")
+            watchers.report("publish", len(PHASES), len(PHASES), "nothing to publish")
             return Published(summary)
         counts = change_points.update(con, pool, ingest.writer.touched_series)
         _done("change points")

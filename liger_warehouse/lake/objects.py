@@ -158,7 +158,7 @@ def stage_stored_reads(con: duckdb.DuckDBPyConnection, derived: list[SqlFile], f
             todo.extend(by_name[name].reads)
     stored = sorted(seen & set(STORED))
     for name in stored:
-        con.execute(f"create temp table {name} as from {ALIAS}.main.{name}")
+        _execute(con, f"create temp table {name} as from {ALIAS}.main.{name}", f"copying {name} out of the lake")
     return stored
 
 
@@ -169,15 +169,20 @@ def derived_statement(file: SqlFile) -> str:
 
 def copy_into_lake(con: duckdb.DuckDBPyConnection, table: str) -> None:
     """Replace the lake's ``table`` with the temporary table of that name."""
-    con.execute(f"create or replace table {ALIAS}.main.{table} as from temp.main.{table}")
+    statement = f"create or replace table {ALIAS}.main.{table} as from temp.main.{table}"
+    _execute(con, statement, f"copying {table} into the lake")
 
 
 def _create(con: duckdb.DuckDBPyConnection, file: SqlFile, sql_dir: Path) -> None:
-    statement = derived_statement(file) if file.kind == "derived" else file.sql
+    _execute(con, derived_statement(file) if file.kind == "derived" else file.sql, file.label(sql_dir))
+
+
+def _execute(con: duckdb.DuckDBPyConnection, statement: str, what: str) -> None:
+    """``statement``; DuckDB's error prefixed with ``what`` was being done (a file, a copy)."""
     try:
         con.execute(statement)
     except duckdb.Error as exc:
-        raise RuntimeError(f"{file.label(sql_dir)}: {exc}") from exc
+        raise RuntimeError(f"{what}: {exc}") from exc
 
 
 def sql_current(con: duckdb.DuckDBPyConnection, sql_dir: Path = SQL_DIR) -> bool:
