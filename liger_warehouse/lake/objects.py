@@ -97,13 +97,12 @@ def create_sql_objects(con: duckdb.DuckDBPyConnection, sql_dir: Path = SQL_DIR, 
     ``derived_only``: the derived tables alone, when the catalog's macros and views are this
     code's already (``sql_current``): they hold no data, so new rows leave them as they are."""
     files = sql_objects(sql_dir)
-    derived = [f for f in files if f.kind == "derived"]
-    views = [] if derived_only else [f for f in files if f.kind != "derived"]
+    made = [f for f in files if f.kind == "derived" or not derived_only]
+    derived = [f for f in made if f.kind == "derived"]
     with _built_in_memory(con, derived, files):
-        for file in files:
-            if file.kind == "derived" or not derived_only:
-                _create(con, file, sql_dir)
-    created = Created([f.name for f in derived], [f.name for f in views])
+        for file in made:
+            _create(con, file, sql_dir)
+    created = Created([f.name for f in derived], [f.name for f in made if f.kind != "derived"])
     if not derived_only:
         con.execute(
             f"create or replace view {BUILT_FROM} as select '{sql_version(sql_dir)}' as sql_version, "
@@ -146,17 +145,12 @@ def stage_stored_reads(con: duckdb.DuckDBPyConnection, derived: list[SqlFile], f
     temporary tables of the same names; returns their names."""
     from liger_warehouse.model.tables import STORED
 
-    by_name = {f.name: f for f in files}
-    seen: set[str] = set()
-    todo = [name for file in derived for name in file.reads]
-    while todo:
-        name = todo.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        if name in by_name and by_name[name].kind != "derived":  # a derived table is read as built
-            todo.extend(by_name[name].reads)
-    stored = sorted(seen & set(STORED))
+    read: set[str] = set()
+    for file in reversed(files):  # load order reversed: a file comes before what it reads
+        # A derived table not rebuilt here is read as the lake holds it, not through its reads.
+        if file in derived or (file.name in read and file.kind != "derived"):
+            read |= file.reads
+    stored = sorted(read & set(STORED))
     for name in stored:
         _execute(con, f"create temp table {name} as from {ALIAS}.main.{name}", f"copying {name} out of the lake")
     return stored
