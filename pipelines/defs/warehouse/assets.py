@@ -124,23 +124,28 @@ def check_results(outcomes: list[checks.CheckOutcome]) -> list[dg.AssetCheckResu
 
 def table_metadata(warehouse: WarehouseResource, published: Published) -> dict[str, dict]:
     """Per table, as the new snapshot holds it: rows and columns, with their descriptions."""
-    metadata = {}
+    tables = list(table_descriptions())
+    # One statement for every count and one for every column: a statement per table cost a
+    # refresh of the real history 0.4 s.
+    counts = ", ".join(f"(select count(*) from {table})" for table in tables)
     with open_lake(warehouse.lake(), read_only=True, snapshot=published.snapshot) as con:
-        for table in table_descriptions():
-            (rows,) = con.execute(f"select count(*) from {table}").fetchone()
-            columns = con.execute(f"describe {table}").fetchall()
-            schema = dg.TableSchema(
-                columns=[
-                    dg.TableColumn(name, kind, description=column_description(table, name))
-                    for name, kind, *_ in columns
-                ]
-            )
-            metadata[table] = {
-                "dagster/row_count": rows,
-                "dagster/column_schema": schema,
-                "snapshot": published.snapshot,
-            }
-    return metadata
+        rows = dict(zip(tables, con.execute(f"select {counts}").fetchone(), strict=True))
+        columns = con.execute(
+            "select table_name, column_name, data_type from duckdb_columns() "
+            "where database_name = current_database() and schema_name = 'main' order by column_index"
+        ).fetchall()
+    schemas: dict[str, list[dg.TableColumn]] = {table: [] for table in tables}
+    for table, name, kind in columns:
+        if table in schemas:
+            schemas[table].append(dg.TableColumn(name, kind, description=column_description(table, name)))
+    return {
+        table: {
+            "dagster/row_count": rows[table],
+            "dagster/column_schema": dg.TableSchema(columns=schemas[table]),
+            "snapshot": published.snapshot,
+        }
+        for table in tables
+    }
 
 
 def revisions_metadata(summary: dict, upstream: UpstreamResource) -> dg.MetadataValue:
