@@ -189,7 +189,7 @@ def test_parquet_written_is_counted_per_table_above_its_partition_folders(tmp_pa
 def test_a_built_lake_is_read_as_any_client_reads_it(small_mirror, tmp_path):
     """What the scenarios read of a warehouse (rows, snapshot, summary, bytes) and what
     ``derived_cost`` measures, on a lake built by the publishing step itself."""
-    from benchmarks import derived_cost, profile_build
+    from benchmarks import derived_cost, profile_build, query_profile
 
     root = tmp_path / "warehouse"
     assert scenarios.lake_state(root) == {"results": 0, "members": 0, "snapshot": None, "summary": {}, "lake_bytes": 0}
@@ -215,3 +215,9 @@ def test_a_built_lake_is_read_as_any_client_reads_it(small_mirror, tmp_path):
     assert all(t["bytes"] > 0 for t in tables if t["rows"])
     assert scenarios.parquet_files(root) == files  # rolled back: the lake is as it was
     assert scenarios.lake_state(root)["snapshot"] == published.snapshot
+
+    query = "select * from results"
+    (profiled,) = query_profile.measure([root], query, runs=1, threads=1)
+    assert profiled["rows"] == len(expected.results) and profiled["sql_version"]
+    assert profiled["cpu_time"] > 0 and profiled["total_memory_allocated"] > 0
+    assert profiled["slowest_operators"] and scenarios.parquet_files(root) == files  # read only

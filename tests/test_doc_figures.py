@@ -116,7 +116,7 @@ def test_the_full_build_and_derived_table_figures_are_the_results_files():
 
 
 def test_the_ci_figures_are_the_results_file():
-    latest = _load("2026-12-07-ci-runs.json")["runs"][-1]
+    latest = _load("2026-12-08-ci-runs.json")["runs"][-1]
     ci, suite = latest["figures"]["ci_s"], latest["figures"]["suite_s"]
     text = _flat(PERFORMANCE)
     assert f"| {ci / 60:.1f} min ({ci:.0f} s) on a clean clone, the suite {suite:.0f} s of it;" in text
@@ -174,3 +174,18 @@ def test_the_publish_phases_at_1e6_are_the_results_file():
         row = f"| {p['phase']} | {p['seconds']:.1f} | {p['seconds'] / total:.0%} | {p['peak_rss'] / 2**30:.2f} |"
         assert row in text, p["phase"]
     assert f"ingest and the change points cost {phases[0]['seconds']:.1f} s and {phases[1]['seconds']:.1f} s" in text
+
+
+def test_the_compare_runs_profiles_are_the_results_files():
+    before, after = _load("2026-12-08-compare-runs-profile-1e6.json")["warehouses"]
+    history_before, history_after = _load("2026-12-08-compare-runs-profile-real-history.json")["warehouses"]
+    text = _flat(PERFORMANCE)
+    assert f"at 10^6: {after['warm_s']:.3f} s warm against {before['warm_s']:.3f} s" in text
+    assert f"operators' CPU {after['cpu_time']:.3f} s against {before['cpu_time']:.3f} s" in text
+    mib = [w["total_memory_allocated"] / 2**20 for w in (after, before)]
+    assert f"{mib[0]:.0f} MiB allocated against {mib[1]:.0f} MiB" in text
+    assert f"real history: {history_after['warm_s']:.3f} s against {history_before['warm_s']:.3f} s" in text
+    old = {before["sql_version"], history_before["sql_version"]}
+    new = {after["sql_version"], history_after["sql_version"]}
+    assert len(old) == len(new) == 1 and old != new  # each side one SQL, the two sides not the same
+    assert before["rows"] == after["rows"] and history_before["rows"] == history_after["rows"]
