@@ -22,7 +22,6 @@ import os
 import shlex
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -38,10 +37,11 @@ FIGURES = ("latency", "cpu_time", "planner", "all_optimizers", "physical_planner
            "system_peak_buffer_memory")  # fmt: skip
 
 
-def _wall(con: duckdb.DuckDBPyConnection, query: str) -> float:
+def _wall(con: duckdb.DuckDBPyConnection, query: str) -> tuple[float, int]:
+    """The seconds ``query`` took, read whole into Arrow, and its rows."""
     clock = time.perf_counter()
-    con.execute(query).to_arrow_table()
-    return time.perf_counter() - clock
+    rows = con.execute(query).to_arrow_table().num_rows
+    return time.perf_counter() - clock, rows
 
 
 def _operators(node: dict) -> list[tuple[float, str, int]]:
@@ -51,17 +51,14 @@ def _operators(node: dict) -> list[tuple[float, str, int]]:
 
 def profiled(con: duckdb.DuckDBPyConnection, query: str) -> dict:
     """One run of ``query`` under DuckDB's JSON profiler: ``FIGURES`` and the five slowest operators."""
-    with tempfile.TemporaryDirectory() as scratch:
-        out = Path(scratch) / "profile.json"
-        settings = {name: "true" for name in (*FIGURES, "OPERATOR_TIMING", "OPERATOR_CARDINALITY", "OPERATOR_TYPE")}
-        con.execute(f"set custom_profiling_settings = '{json.dumps(settings)}'")
-        con.execute("pragma enable_profiling = 'json'")
-        con.execute(f"pragma profiling_output = '{out}'")
-        try:
-            con.execute(query).to_arrow_table()
-        finally:
-            con.execute("pragma disable_profiling")
-        profile = json.loads(out.read_text())
+    settings = {name: "true" for name in (*FIGURES, "OPERATOR_TIMING", "OPERATOR_CARDINALITY", "OPERATOR_TYPE")}
+    con.execute(f"set custom_profiling_settings = '{json.dumps(settings)}'")
+    con.execute("pragma enable_profiling = 'no_output'")
+    try:
+        con.execute(query).to_arrow_table()
+        profile = json.loads(con.get_profiling_information(format="json"))
+    finally:
+        con.execute("pragma disable_profiling")
     slowest = sorted(_operators(profile), reverse=True)[:5]
     return {name: profile.get(name) for name in FIGURES} | {
         "slowest_operators": [{"seconds": s, "operator": op, "rows": rows} for s, op, rows in slowest]
@@ -71,20 +68,21 @@ def profiled(con: duckdb.DuckDBPyConnection, query: str) -> dict:
 def measure(warehouses: list[Path], query: str, runs: int, threads: int) -> list[dict]:
     cons = [open_views(root / CATALOG_FILE) for root in warehouses]
     try:
+        rows = []
         for con in cons:
             con.execute(f"set threads = {threads}")
-            _wall(con, query)
+            rows.append(_wall(con, query)[1])  # the warm-up
         walls: list[list[float]] = [[] for _ in cons]
         for _ in range(runs):
             for con, seconds in zip(cons, walls, strict=True):
-                seconds.append(_wall(con, query))
+                seconds.append(_wall(con, query)[0])
         out = []
-        for root, con, seconds in zip(warehouses, cons, walls, strict=True):
+        for root, con, seconds, count in zip(warehouses, cons, walls, rows, strict=True):
             (sql_version,) = con.execute("select sql_version from warehouse_build").fetchone()
             timed = {
                 "warehouse": str(root),
                 "sql_version": sql_version,
-                "rows": len(con.execute(query).fetchall()),
+                "rows": count,
                 "warm_s": statistics.median(seconds),
                 "warm_range_s": [min(seconds), max(seconds)],
             }
